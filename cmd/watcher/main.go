@@ -1,0 +1,71 @@
+// Command watcher restarts the Deployments, StatefulSets and DaemonSets that
+// use a ConfigMap or Secret when its data changes. Run `watcher --help` for
+// its settings.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/options"
+)
+
+func main() {
+	o, err := options.Parse(os.Args[1:], os.LookupEnv, os.Stdout)
+	if errors.Is(err, options.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "watcher: %v\nRun 'watcher --help' for the settings.\n", err)
+		os.Exit(2)
+	}
+	log := zap.New(zap.UseFlagOptions(&zap.Options{
+		Development: false,
+		Encoder:     encoder(o.LogFormat),
+		Level:       level(o.LogLevel),
+	}))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		log.Error(err, "Cannot connect to Kubernetes")
+		os.Exit(1)
+	}
+	if err := controller.Run(ctrl.SetupSignalHandler(), cfg, o, log); err != nil {
+		log.Error(err, "Watcher stopped")
+		os.Exit(1)
+	}
+}
+
+func encoder(format string) zapcore.Encoder {
+	cfg := zapcore.EncoderConfig{
+		TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+		StacktraceKey: "stacktrace", LineEnding: zapcore.DefaultLineEnding,
+		EncodeLevel: zapcore.CapitalLevelEncoder, EncodeTime: zapcore.ISO8601TimeEncoder,
+		EncodeDuration: zapcore.StringDurationEncoder,
+	}
+	if format == "json" {
+		cfg.EncodeLevel = zapcore.LowercaseLevelEncoder
+		return zapcore.NewJSONEncoder(cfg)
+	}
+	return zapcore.NewConsoleEncoder(cfg)
+}
+
+func level(name string) zapcore.Level {
+	switch name {
+	case "debug":
+		return zapcore.DebugLevel
+	case "error":
+		return zapcore.ErrorLevel
+	default:
+		return zapcore.InfoLevel
+	}
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# controlplane-bins.sh builds the local control plane (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl and kwok) from Go modules,
+# once per version, into a cache outside the repository, and prints the folder.
+#
+# Every binary that is already in the cache is left alone, so a warm run costs
+# nothing. The folder also works as KUBEBUILDER_ASSETS.
+set -euo pipefail
+
+K8S_VERSION=v1.36.3
+ETCD_VERSION=v3.6.6
+KWOK_VERSION=v0.8.0
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
+dir=$cache/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
+mkdir -p "$dir"
+
+step() { printf 'controlplane: %s\n' "$*" >&2; }
+
+build() { # build <binary> <tools module folder> <package>
+	local bin=$1 mod=$2 pkg=$3
+	[ -x "$dir/$bin" ] && return 0
+	step "building $bin (first time only; a cold build takes a few minutes)"
+	(cd "$root/hack/tools/$mod" && go build -trimpath -o "$dir/$bin.tmp" "$pkg")
+	mv "$dir/$bin.tmp" "$dir/$bin"
+}
+
+build etcd etcd go.etcd.io/etcd/server/v3
+build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver
+build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
+build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler
+build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl
+
+if [ ! -x "$dir/kwok" ]; then
+	step "building kwok"
+	GOBIN="$dir/.kwok" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+	mv "$dir/.kwok/kwok" "$dir/kwok" && rmdir "$dir/.kwok"
+fi
+if [ ! -f "$dir/kwok-stages/pod-ready.yaml" ]; then
+	# kwok exits with "no stages found" without Stage configs; they ship in its module.
+	src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	mkdir -p "$dir/kwok-stages"
+	cp "$src/kustomize/stage/node/fast/node-initialize.yaml" \
+		"$src"/kustomize/stage/pod/fast/pod-{ready,complete,delete}.yaml "$dir/kwok-stages/"
+	chmod u+w "$dir"/kwok-stages/*.yaml
+fi
+echo "$dir"

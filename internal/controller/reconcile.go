@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Reconciler brings one workload in line with the ConfigMaps and Secrets it
+// uses.
+type Reconciler struct {
+	// Cache is read for workloads and configuration digests.
+	Cache client.Reader
+	// Client writes patches.
+	Client client.Client
+	// Fresh reads from the API server, after a write conflict.
+	Fresh client.Reader
+	// Recorder emits Events on restarted workloads.
+	Recorder recorder.EventRecorder
+	Config   Config
+}
+
+// Reconcile gathers, plans and applies for one workload. A write conflict
+// means someone else (another replica, a user) changed the workload since it
+// was read: read it again from the API server and decide again, once.
+func (r *Reconciler) Reconcile(ctx context.Context, key workload.Key) (reconcile.Result, error) {
+	kind, ok := workload.ByName(key.Kind)
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	obj := kind.New()
+	name := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
+	if err := r.Cache.Get(ctx, name, obj); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	err := r.reconcile(ctx, key, obj)
+	if apierrors.IsConflict(err) {
+		obj = kind.New()
+		if err := r.Fresh.Get(ctx, name, obj); err != nil {
+			metrics.Errors.WithLabelValues("get").Inc()
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		err = r.reconcile(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		metrics.Errors.WithLabelValues("patch").Inc()
+	}
+	return reconcile.Result{}, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) error {
+	in, err := r.gather(ctx, obj)
+	if err != nil {
+		return err
+	}
+	p := plan.Decide(in)
+	return r.apply(ctx, key, obj, p)
+}
+
+// gather reads everything plan.Decide needs from the workload and the cache.
+// Malformed annotations are reported and read as absent, so they never stop
+// the workload from being handled.
+func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input, error) {
+	log := ctrl.LoggerFrom(ctx)
+	tmpl, err := workload.PodTemplate(obj)
+	if err != nil {
+		return plan.Input{}, err
+	}
+	in := plan.Input{
+		Refs:            refs.FromPodSpec(&tmpl.Spec),
+		Configs:         map[string]plan.Config{},
+		RestartOnCreate: r.Config.RestartOnCreate,
+	}
+	in.OptedOut, err = plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
+	if err != nil {
+		r.invalidAnnotation(ctx, obj, err)
+	}
+	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {
+		if in.Recorded, err = plan.ParseRecord(s); err != nil {
+			log.Error(err, "Ignoring unreadable record; adopting the workload as new")
+			metrics.Errors.WithLabelValues("record").Inc()
+		}
+	}
+	for _, ref := range in.Refs {
+		cfg, err := r.config(ctx, obj.GetNamespace(), ref)
+		if err != nil {
+			return plan.Input{}, err
+		}
+		in.Configs[ref.ID()] = cfg
+	}
+	return in, nil
+}
+
+// config returns the current state of one referenced object from the cache.
+func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref) (plan.Config, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if ref.Kind == refs.Secret {
+		obj = &corev1.Secret{}
+	}
+	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return plan.Config{}, nil
+	}
+	if err != nil {
+		return plan.Config{}, fmt.Errorf("get %s %s/%s: %w", strings.ToLower(string(ref.Kind)), namespace, ref.Name, err)
+	}
+	d, err := hash.FromObject(obj)
+	if err != nil {
+		return plan.Config{}, err
+	}
+	optedOut, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
+	if err != nil {
+		r.invalidAnnotation(ctx, obj, err)
+	}
+	return plan.Config{Present: true, Keys: d.Keys, OptedOut: optedOut}, nil
+}
+
+func (r *Reconciler) invalidAnnotation(ctx context.Context, obj client.Object, err error) {
+	ctrl.LoggerFrom(ctx).Error(err, "Invalid annotation", "object", obj.GetNamespace()+"/"+obj.GetName())
+	metrics.Errors.WithLabelValues("annotation").Inc()
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Validate", "%s", err.Error())
+}

@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Run runs watcher with the given options until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Logger) error {
+	cacheOpts, err := CacheOptions(o)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger:                 log,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	err = Setup(ctx, mgr, Config{
+		Annotation:      o.Annotation,
+		RestartOnCreate: o.RestartOnCreate,
+		Coalesce:        o.Coalesce,
+		Workers:         o.Workers,
+	})
+	if err != nil {
+		return err
+	}
+	synced := &syncedCheck{cache: mgr.GetCache()}
+	if err := errors.Join(
+		mgr.Add(synced),
+		mgr.Add(&reporter{cache: mgr.GetCache(), opts: o, log: log}),
+		mgr.AddHealthzCheck("ping", healthz.Ping),
+		mgr.AddReadyzCheck("caches", synced.Check),
+	); err != nil {
+		return fmt.Errorf("set up manager: %w", err)
+	}
+	log.Info("Starting watcher", "namespaces", o.Namespaces, "metricsAddr", o.MetricsAddr, "healthAddr", o.HealthAddr)
+	return mgr.Start(ctx)
+}
+
+// CacheOptions returns the informer cache settings: ConfigMaps and Secrets
+// reduced to digests and filtered by namespace and label, workloads stripped
+// of what watcher does not read.
+func CacheOptions(o *options.Options) (cache.Options, error) {
+	workloadSel, err := labels.Parse(o.WorkloadSelector)
+	if err != nil {
+		return cache.Options{}, fmt.Errorf("workload selector: %w", err)
+	}
+	configSel, err := labels.Parse(o.ConfigSelector)
+	if err != nil {
+		return cache.Options{}, fmt.Errorf("config selector: %w", err)
+	}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Transform: hash.TransformConfigMap, Label: configSel, Field: notIn(o.IgnoreConfigMapNamespaces)},
+		&corev1.Secret{}:    {Transform: hash.TransformSecret, Label: configSel, Field: notIn(o.IgnoreSecretNamespaces)},
+	}}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+		opts.ByObject[obj] = cache.ByObject{Transform: workload.Transform, Label: workloadSel}
+	}
+	if len(o.Namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts, nil
+}
+
+// notIn selects objects outside the given namespaces.
+func notIn(namespaces []string) fields.Selector {
+	sel := make([]fields.Selector, 0, len(namespaces))
+	for _, ns := range namespaces {
+		sel = append(sel, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	return fields.AndSelectors(sel...)
+}
+
+// syncedCheck is a readiness check that passes once every informer has
+// synced. It runs on every replica, leader or not.
+type syncedCheck struct {
+	cache  cache.Cache
+	synced atomic.Bool
+}
+
+func (s *syncedCheck) Start(ctx context.Context) error {
+	if s.cache.WaitForCacheSync(ctx) {
+		s.synced.Store(true)
+	}
+	return nil
+}
+
+func (s *syncedCheck) NeedLeaderElection() bool { return false }
+
+func (s *syncedCheck) Check(*http.Request) error {
+	if !s.synced.Load() {
+		return errors.New("caches not synced yet")
+	}
+	return nil
+}
+
+var _ manager.LeaderElectionRunnable = (*syncedCheck)(nil)

@@ -1,0 +1,88 @@
+// Package hash reduces ConfigMap and Secret contents to digests.
+//
+// watcher never needs the contents of a ConfigMap or Secret, only whether
+// they changed, and which keys. The transforms in this package run on every
+// object on its way into the informer cache and replace its data with a
+// Digest: a SHA-256 of the whole content and a short SHA-256 per key. The
+// cache then holds metadata and hashes only, so memory does not grow with the
+// size of the Secrets in the cluster, and no Secret value can leak from it.
+//
+// What is hashed: the keys and bytes of data and binaryData together (a key
+// cannot be in both), sorted by key. Nothing else (labels, annotations, type,
+// immutable) takes part, so a metadata-only edit leaves the digest unchanged.
+package hash
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+)
+
+// KeyHashLen is the length in hex digits of a per-key hash: 64 bits of
+// SHA-256, plenty to tell one value of a key from the next.
+const KeyHashLen = 16
+
+// Digest is what watcher keeps of a ConfigMap's or Secret's content.
+type Digest struct {
+	// Sum is the hex SHA-256 of all keys and values.
+	Sum string
+	// Keys maps each key to a short hash of its value.
+	Keys map[string]string
+}
+
+// Of returns the digest of the given content. Either map may be nil.
+func Of(data map[string][]byte) Digest {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	whole := sha256.New()
+	d := Digest{Keys: make(map[string]string, len(keys))}
+	for _, k := range keys {
+		v := data[k]
+		sum := sha256.Sum256(v)
+		d.Keys[k] = hex.EncodeToString(sum[:])[:KeyHashLen]
+		writeField(whole, []byte(k))
+		writeField(whole, v)
+	}
+	d.Sum = hex.EncodeToString(whole.Sum(nil))
+	return d
+}
+
+// writeField writes b with its length in front, so that no two different
+// key/value sequences feed the same bytes to the hash.
+func writeField(w interface{ Write([]byte) (int, error) }, b []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	_, _ = w.Write(n[:])
+	_, _ = w.Write(b)
+}
+
+// ChangedKeys returns, sorted, the keys whose hash differs between old and
+// new, including keys present in only one of them.
+func ChangedKeys(old, new map[string]string) []string {
+	var out []string
+	for k, v := range new {
+		if ov, ok := old[k]; !ok || ov != v {
+			out = append(out, k)
+		}
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Short returns the first eight hex digits of a hash, for messages.
+func Short(h string) string {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}

@@ -1,0 +1,56 @@
+// Package metrics defines watcher's Prometheus metrics. They are registered
+// with controller-runtime's registry, so they are served on /metrics next to
+// the controller-runtime and client-go ones.
+//
+// Names start with watcher_, counters end in _total, and no label ever holds
+// an object's name or anything read from a Secret.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// ConfigChanges counts data changes detected, by kind (ConfigMap, Secret).
+	ConfigChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_config_changes_total",
+		Help: "Data changes detected in ConfigMaps and Secrets, by kind.",
+	}, []string{"kind"})
+
+	// Restarts counts workload restarts, by workload kind.
+	Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_restarts_total",
+		Help: "Workloads restarted because a ConfigMap or Secret they use changed, by workload kind.",
+	}, []string{"kind"})
+
+	// Adoptions counts workloads seen for the first time and recorded
+	// without a restart.
+	Adoptions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_adoptions_total",
+		Help: "Workloads seen for the first time whose configuration hashes were recorded without a restart, by workload kind.",
+	}, []string{"kind"})
+
+	// Skipped counts changes that restarted nothing, by reason (see
+	// plan.Skip*).
+	Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_skipped_changes_total",
+		Help: "Changes that restarted nothing, by reason.",
+	}, []string{"reason"})
+
+	// Errors counts failed operations, by operation.
+	Errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_errors_total",
+		Help: "Errors, by operation.",
+	}, []string{"operation"})
+
+	// Watched is the number of objects in watcher's caches, by kind.
+	Watched = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "watcher_watched_objects",
+		Help: "Objects in watcher's caches, by kind.",
+	}, []string{"kind"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, Watched)
+}

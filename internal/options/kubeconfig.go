@@ -1,0 +1,49 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// RESTConfig returns the connection to the Kubernetes API that LocalConfig
+// asks for:
+//
+//	LocalConfig  source
+//	True         --kubeconfig, else $KUBECONFIG, else ~/.kube/config
+//	False        the in-cluster service account
+//	unset        as True when one of those exists, else as False
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	local := o.LocalConfig
+	if local == nil {
+		found := o.Kubeconfig != "" || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != ""
+		if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+			found = true
+		}
+		local = &found
+	}
+	var cfg *rest.Config
+	var err error
+	if *local {
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig: %w", err)
+		}
+	} else {
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("load in-cluster config: not running in a cluster; set LOCAL_CONFIG=True and a kubeconfig")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load in-cluster config: %w", err)
+		}
+	}
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	cfg.UserAgent = "watcher"
+	return cfg, nil
+}

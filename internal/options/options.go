@@ -1,0 +1,234 @@
+// Package options holds watcher's settings. Every setting is a command-line
+// flag with an environment-variable equivalent; a flag given on the command
+// line wins over the environment, which wins over the default.
+//
+// The environment variable names and defaults of the original design
+// (REDIS_HOST, LOCK_EXPIRATION_TIME, IGNORE_SECRET_NAMESPACES, PRINT_TIME...)
+// work exactly as existing deployments set them.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// DefaultIgnoredNamespaces are the namespaces whose ConfigMaps and Secrets
+// are ignored unless told otherwise: system namespaces whose workloads are
+// managed by their own operators.
+var DefaultIgnoredNamespaces = []string{
+	"ingress-aws-lb-controller", "istio-system", "karpenter", "kube-system", "kubesphere-system",
+}
+
+// Options are watcher's settings.
+type Options struct {
+	// Kubeconfig is an explicit kubeconfig path (--kubeconfig).
+	Kubeconfig string
+	// LocalConfig: true uses a kubeconfig, false the in-cluster config, nil
+	// tries a kubeconfig first and falls back to the in-cluster config.
+	LocalConfig *bool
+
+	// Namespaces limits watching to these namespaces; empty watches all.
+	Namespaces []string
+	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces are namespaces
+	// whose ConfigMaps, respectively Secrets, are not watched.
+	IgnoreConfigMapNamespaces []string
+	IgnoreSecretNamespaces    []string
+	// WorkloadSelector and ConfigSelector are label selectors limiting the
+	// workloads and the ConfigMaps/Secrets watched; empty selects all.
+	WorkloadSelector string
+	ConfigSelector   string
+	// Annotation is the opt-out annotation key: "false" opts out.
+	Annotation string
+	// RestartOnCreate restarts a workload when an object it uses, and that
+	// did not exist, is created.
+	RestartOnCreate bool
+	// Coalesce is how long a workload waits after a change before it is
+	// handled, so that a burst of changes restarts it once.
+	Coalesce time.Duration
+	// Workers is the number of workloads handled in parallel.
+	Workers int
+
+	// PrintInterval is how often the watched state is logged; 0 never.
+	PrintInterval time.Duration
+	// MetricsAddr and HealthAddr are the listen addresses of /metrics and of
+	// /healthz and /readyz; "0" disables.
+	MetricsAddr string
+	HealthAddr  string
+	// LogFormat is "text" or "json"; LogLevel is "debug", "info" or "error".
+	LogFormat string
+	LogLevel  string
+
+	// QPS and Burst limit requests to the Kubernetes API.
+	QPS   float64
+	Burst int
+
+	// Redis is the connection used by the redis lock backend.
+	Redis Redis
+	// LockExpiration is the longest a Redis lock lives.
+	LockExpiration time.Duration
+}
+
+// Redis holds the Redis connection settings.
+type Redis struct {
+	Host          string
+	Port          int
+	DB            int
+	Username      string
+	Password      string
+	SocketTimeout time.Duration
+}
+
+// Defaults returns the options watcher runs with when nothing is set.
+func Defaults() *Options {
+	return &Options{
+		IgnoreConfigMapNamespaces: append([]string(nil), DefaultIgnoredNamespaces...),
+		IgnoreSecretNamespaces:    append([]string(nil), DefaultIgnoredNamespaces...),
+		Annotation:                "require-restart",
+		Coalesce:                  time.Second,
+		Workers:                   8,
+		PrintInterval:             100 * time.Second,
+		MetricsAddr:               ":8080",
+		HealthAddr:                ":8081",
+		LogFormat:                 "text",
+		LogLevel:                  "info",
+		QPS:                       50,
+		Burst:                     100,
+		Redis: Redis{
+			Host:          "redis-stack-0.redis-service.watcher.svc.cluster.local",
+			Port:          6379,
+			SocketTimeout: 5 * time.Second,
+		},
+		LockExpiration: 300 * time.Second,
+	}
+}
+
+// envAnnotation is the pflag annotation holding a flag's environment variable.
+const envAnnotation = "env"
+
+// BindFlags registers every option on fs, each with its environment variable.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	bind := func(v pflag.Value, name, env, usage string) {
+		fs.Var(v, name, usage)
+		_ = fs.SetAnnotation(name, envAnnotation, []string{env})
+	}
+	// KUBECONFIG is read by client-go's loading rules (it may be a list),
+	// not copied into the flag.
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
+	bind(optionalBool{&o.LocalConfig}, "local-config", "LOCAL_CONFIG", "True: use a kubeconfig; False: use the in-cluster config; empty: a kubeconfig if there is one, else in-cluster")
+
+	bind(list{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated); empty: all")
+	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated)")
+	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated)")
+	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
+	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
+	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
+	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
+	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "wait this long after a change before restarting, so a burst restarts once; 0: no wait")
+	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
+
+	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
+	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)
+	bind((*stringValue)(&o.HealthAddr), "health-addr", "HEALTH_ADDR", `address of /healthz and /readyz; "0" disables`)
+	bind(oneOf{&o.LogFormat, []string{"text", "json"}}, "log-format", "LOG_FORMAT", "log format")
+	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
+	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")
+	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
+
+	bind((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
+	bind(intRange{&o.Redis.Port, 1, 65535, "a TCP port"}, "redis-port", "REDIS_PORT", "Redis port")
+	bind(intRange{&o.Redis.DB, 0, 1 << 20, "a Redis database number"}, "redis-db", "DB", "Redis database number")
+	bind((*stringValue)(&o.Redis.Username), "redis-username", "USERNAME", "Redis user name")
+	bind(secret{&o.Redis.Password}, "redis-password", "PASSWORD", "Redis password")
+	bind(seconds{&o.Redis.SocketTimeout, 1}, "redis-socket-timeout", "REDIS_SOCKET_TIMEOUT", "Redis read/write timeout in seconds")
+	bind(seconds{&o.LockExpiration, 1}, "lock-expiration-time", "LOCK_EXPIRATION_TIME", "longest a Redis lock lives, in seconds")
+}
+
+// stringValue is a plain string flag.
+type stringValue string
+
+func (s *stringValue) String() string     { return string(*s) }
+func (s *stringValue) Type() string       { return "string" }
+func (s *stringValue) Set(v string) error { *s = stringValue(v); return nil }
+
+// duration is a Go duration ("2s", "500ms").
+type duration struct{ d *time.Duration }
+
+func (d duration) String() string { return d.d.String() }
+func (d duration) Type() string   { return "duration" }
+func (d duration) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil || x < 0 {
+		return fmt.Errorf(`want a duration such as "2s" or "500ms", at least 0`)
+	}
+	*d.d = x
+	return nil
+}
+
+// ErrHelp is returned by Parse when --help was asked for.
+var ErrHelp = pflag.ErrHelp
+
+// Parse returns the options set by args and, for flags not on the command
+// line, by the environment (getenv, usually os.LookupEnv). Errors name the
+// flag or variable and the expected form; they never echo a password.
+func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (*Options, error) {
+	o := Defaults()
+	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { Usage(usageOut, fs) }
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		env := f.Annotations[envAnnotation]
+		if f.Changed || len(env) == 0 {
+			return
+		}
+		if v, ok := getenv(env[0]); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("invalid %s%s: %w", env[0], shown(f, v), err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return o, o.Validate()
+}
+
+// shown quotes v for an error message, unless the flag is a secret.
+func shown(f *pflag.Flag, v string) string {
+	if _, ok := f.Value.(secret); ok {
+		return ""
+	}
+	return fmt.Sprintf(" %q", v)
+}
+
+// Usage prints watcher's help: every flag with its environment variable and
+// default.
+func Usage(w io.Writer, fs *pflag.FlagSet) {
+	fmt.Fprint(w, "Usage: watcher [flags]\n\n"+
+		"watcher restarts the Deployments, StatefulSets and DaemonSets that use a\n"+
+		"ConfigMap or Secret when its data changes.\n\n"+
+		"Every flag can also be set through the environment variable shown;\n"+
+		"the command line wins over the environment.\n\nFlags:\n")
+	fs.VisitAll(func(f *pflag.Flag) {
+		env := "KUBECONFIG"
+		if e := f.Annotations[envAnnotation]; len(e) > 0 {
+			env = e[0]
+		}
+		def := f.DefValue
+		if _, ok := f.Value.(secret); ok || def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(w, "  --%s %s\n        env %s, default %s\n        %s\n", f.Name, f.Value.Type(), env, def, f.Usage)
+	})
+}

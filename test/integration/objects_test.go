@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/plan"
+)
+
+var ctx = context.Background()
+
+const (
+	wait = 20 * time.Second
+	// quiet is how long a test watches for a restart that must not come,
+	// after it has seen watcher handle the change. Without coalescing a
+	// restart follows the change within milliseconds.
+	quiet = time.Second
+)
+
+func meta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+func podSpec(c corev1.Container, volumes ...corev1.Volume) corev1.PodSpec {
+	if c.Name == "" {
+		c.Name = "app"
+	}
+	c.Image = "registry.example/app:1"
+	return corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes}
+}
+
+func deployment(ns, name string, spec corev1.PodSpec) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: meta(ns, name),
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+}
+
+func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: meta(ns, name), Data: data}
+}
+
+func secret(ns, name string, data map[string]string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: meta(ns, name), StringData: data}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// edit reads obj, applies change and writes it back, retrying conflicts.
+func edit[T client.Object](t *testing.T, obj T, change func(T)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return k8s.Update(ctx, obj)
+	})
+	if err != nil {
+		t.Fatalf("update %s: %v", obj.GetName(), err)
+	}
+}
+
+func setConfigMap(t *testing.T, cm *corev1.ConfigMap, key, value string) {
+	t.Helper()
+	edit(t, cm, func(cm *corev1.ConfigMap) {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[key] = value
+	})
+}
+
+func setSecret(t *testing.T, s *corev1.Secret, key, value string) {
+	t.Helper()
+	edit(t, s, func(s *corev1.Secret) {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[key] = []byte(value)
+	})
+}
+
+// fetch returns the current state of obj from the API server.
+func fetch[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatalf("get %s: %v", obj.GetName(), err)
+	}
+	return obj
+}
+
+// waitAdopted waits until watcher recorded w's hashes.
+func waitAdopted(t *testing.T, w client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func() string {
+		return fetch(t, w).GetAnnotations()[plan.RecordAnnotation]
+	}, wait, 10*time.Millisecond).ShouldNot(BeEmpty(), "workload %s not adopted", w.GetName())
+}
+
+// waitRollouts waits until the tracked workload has been rolled n times.
+func waitRollouts(t *testing.T, tr *tracker, n int) {
+	t.Helper()
+	NewWithT(t).Eventually(tr.Rollouts, wait, 10*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.name)
+}
+
+// stayRollouts checks that the tracked workload stays at n rollouts for a
+// while.
+func stayRollouts(t *testing.T, tr *tracker, n int) {
+	t.Helper()
+	NewWithT(t).Consistently(tr.Rollouts, quiet, 20*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.name)
+}
+
+// waitLog waits until w has logged a line containing every one of subs.
+func waitLog(t *testing.T, w *instance, subs ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() []string { return w.logs.Lines(subs...) }, wait, 10*time.Millisecond).
+		ShouldNot(BeEmpty(), "no log line with %q", subs)
+}
