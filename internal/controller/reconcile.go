@@ -49,6 +49,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key workload.Key) (reconcile
 	}
 	err := r.reconcile(ctx, key, obj)
 	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict; deciding again from a fresh read")
 		obj = kind.New()
 		if err := r.Fresh.Get(ctx, name, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()

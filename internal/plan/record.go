@@ -66,7 +66,8 @@ func shortSum(s string) string {
 // OptedOut reads the opt-out annotation from an object's annotations: the
 // value "false" (or anything else strconv.ParseBool reads as false) opts the
 // object out. A value that is not a boolean is reported and does not opt out,
-// so that a typo never silently stops restarts.
+// so that a typo never silently stops restarts. The error does not quote the
+// value: on a Secret, it could be anything.
 func OptedOut(annotations map[string]string, key string) (bool, error) {
 	v, ok := annotations[key]
 	if !ok {
@@ -74,7 +75,7 @@ func OptedOut(annotations map[string]string, key string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("annotation %s=%q is not true or false; treating it as true", key, v)
+		return false, fmt.Errorf("annotation %s is neither true nor false; treating it as true", key)
 	}
 	return !b, nil
 }

@@ -1,0 +1,38 @@
+# watcher's make targets. `make help` lists them.
+SHELL := bash
+GO ?= go
+# The control-plane binaries, built once per version into a cache folder.
+CONTROLPLANE = $(shell hack/controlplane-bins.sh)
+
+.PHONY: help build test unit lint demo run bench controlplane clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build bin/watcher
+	$(GO) build -o bin/watcher ./cmd/watcher
+
+test: build controlplane ## run every test: unit, integration and end-to-end (builds the control plane if missing)
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
+
+unit: ## run the unit tests only (no control plane)
+	$(GO) test -race -count=1 ./internal/...
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok if missing
+	@hack/controlplane-bins.sh >/dev/null
+
+demo: build controlplane ## start a local control plane, run watcher on it and show a restart
+	$(GO) run ./hack/demo --watcher bin/watcher
+
+run: build ## run watcher against the cluster of $$KUBECONFIG
+	bin/watcher --local-config=True
+
+bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale
+	$(GO) run ./hack/bench --watcher bin/watcher
+
+clean: ## remove bin/
+	rm -rf bin

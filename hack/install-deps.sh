@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# install-deps.sh installs what the tests need that a fresh machine lacks:
+# redis-server from Debian's packages, and the control-plane binaries (built
+# from Go modules into a cache, once per version).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v redis-server >/dev/null 2>&1; then
+	echo "install-deps: installing redis-server from Debian" >&2
+	sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+fi
+hack/controlplane-bins.sh >/dev/null

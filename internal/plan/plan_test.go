@@ -1,0 +1,352 @@
+package plan_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
+)
+
+// IDs of the references used below.
+const (
+	cmA  = "ConfigMap/a"
+	cmB  = "ConfigMap/b"
+	secA = "Secret/a"
+)
+
+func cm(name string, keys ...string) refs.Ref {
+	return refs.Ref{Kind: refs.ConfigMap, Name: name, Keys: keys}
+}
+
+func cmAll(name string) refs.Ref { return refs.Ref{Kind: refs.ConfigMap, Name: name, AllKeys: true} }
+
+func secAll(name string) refs.Ref { return refs.Ref{Kind: refs.Secret, Name: name, AllKeys: true} }
+
+// entry builds an Entry from key, hash, key, hash...
+func entry(kv ...string) plan.Entry {
+	e := plan.Entry{}
+	for i := 0; i < len(kv); i += 2 {
+		e[kv[i]] = kv[i+1]
+	}
+	return e
+}
+
+func present(kv ...string) plan.Config {
+	return plan.Config{Present: true, Keys: map[string]string(entry(kv...))}
+}
+
+func optedOut(kv ...string) plan.Config {
+	c := present(kv...)
+	c.OptedOut = true
+	return c
+}
+
+var missing = plan.Config{}
+
+func change(ref refs.Ref, keys []string, old, cur plan.Entry) plan.Change {
+	return plan.Change{Ref: ref, Keys: keys, Old: old.Sum(), New: cur.Sum()}
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name string
+		in   plan.Input
+		want plan.Plan
+	}{
+		// The per-reference table, one case per row (and variants).
+		{
+			name: "present, no entry (new reference): adopted, no change",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+		},
+		{
+			name: "present, nil entry, no RestartOnCreate: recorded, no change",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: nil}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+		},
+		{
+			name: "present, nil entry, RestartOnCreate: restart",
+			in: plan.Input{
+				Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: nil},
+				Configs: map[string]plan.Config{cmA: present("k", "1")}, RestartOnCreate: true,
+			},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "1")},
+				Changes: []plan.Change{change(cm("a", "k"), []string{"k"}, nil, entry("k", "1"))},
+			},
+		},
+		{
+			name: "present, nil entry, RestartOnCreate, created without the key read: no change",
+			in: plan.Input{
+				Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: nil},
+				Configs: map[string]plan.Config{cmA: present("other", "1")}, RestartOnCreate: true,
+			},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry()}},
+		},
+		{
+			name: "present, same hashes: none",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "present, other hashes: restart for the keys that differ",
+			in: plan.Input{
+				Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1", "l", "1")},
+				Configs: map[string]plan.Config{cmA: present("k", "2", "l", "1")},
+			},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "2", "l", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"k"}, entry("k", "1", "l", "1"), entry("k", "2", "l", "1"))},
+			},
+		},
+		{
+			name: "present, opted out, other hashes: recorded silently, listed as ignored",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
+			want: plan.Plan{
+				Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")},
+				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, entry("k", "1"), entry("k", "2"))},
+			},
+		},
+		{
+			name: "present, opted out, nil entry, RestartOnCreate: recorded silently",
+			in: plan.Input{
+				Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: nil},
+				Configs: map[string]plan.Config{cmA: optedOut("k", "2")}, RestartOnCreate: true,
+			},
+			want: plan.Plan{
+				Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")},
+				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, nil, entry("k", "2"))},
+			},
+		},
+		{
+			name: "present, opted out, no entry: recorded",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")}},
+		},
+		{
+			name: "present, opted out, same hashes: none",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "2")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "missing, no entry: recorded as nil",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: nil}},
+		},
+		{
+			name: "missing, not in Configs at all: same as missing",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: nil}},
+		},
+		{
+			name: "missing, hashes recorded: kept, deletion never restarts",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "missing, nil recorded: kept",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: nil}, Configs: map[string]plan.Config{cmA: missing}, RestartOnCreate: true},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "missing, hashes recorded, another reference dropped: entry kept in the refreshed record",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1"), cmB: entry()}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+		},
+
+		// The workload table.
+		{
+			name: "workload opted out, record present: forget, whatever changed",
+			in: plan.Input{
+				OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")},
+				Configs: map[string]plan.Config{cmA: present("k", "2")},
+			},
+			want: plan.Plan{Action: plan.Forget},
+		},
+		{
+			name: "workload opted out, empty record present: forget",
+			in:   plan.Input{OptedOut: true, Recorded: plan.Record{}},
+			want: plan.Plan{Action: plan.Forget},
+		},
+		{
+			name: "workload opted out, record absent: none",
+			in:   plan.Input{OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: present("k", "2")}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "record absent: adopt, no rollout",
+			in: plan.Input{
+				Refs:    []refs.Ref{cm("a", "k"), secAll("a")},
+				Configs: map[string]plan.Config{cmA: present("k", "1", "x", "9"), secA: missing}, RestartOnCreate: true,
+			},
+			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{cmA: entry("k", "1"), secA: nil}},
+		},
+		{
+			name: "record absent, no references: adopt an empty record",
+			in:   plan.Input{},
+			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{}},
+		},
+		{
+			name: "empty record, no references: none",
+			in:   plan.Input{Recorded: plan.Record{}},
+			want: plan.Plan{Action: plan.None},
+		},
+
+		// Per-key decisions.
+		{
+			name: "unused key changed: none",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "a")}, Recorded: plan.Record{cmA: entry("a", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1", "b", "3")}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "used key changed: restart",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "a")}, Recorded: plan.Record{cmA: entry("a", "1")}, Configs: map[string]plan.Config{cmA: present("a", "2", "b", "2")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "2")},
+				Changes: []plan.Change{change(cm("a", "a"), []string{"a"}, entry("a", "1"), entry("a", "2"))},
+			},
+		},
+		{
+			name: "Keys lists exactly the changed keys read",
+			in: plan.Input{
+				Refs: []refs.Ref{cm("a", "a", "b", "c")}, Recorded: plan.Record{cmA: entry("a", "1", "b", "1", "c", "1")},
+				Configs: map[string]plan.Config{cmA: present("a", "2", "b", "1", "c", "2", "d", "2")},
+			},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "2", "b", "1", "c", "2")},
+				Changes: []plan.Change{change(cm("a", "a", "b", "c"), []string{"a", "c"}, entry("a", "1", "b", "1", "c", "1"), entry("a", "2", "b", "1", "c", "2"))},
+			},
+		},
+		{
+			name: "key read removed: restart",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "a", "b")}, Recorded: plan.Record{cmA: entry("a", "1", "b", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "1")},
+				Changes: []plan.Change{change(cm("a", "a", "b"), []string{"b"}, entry("a", "1", "b", "1"), entry("a", "1"))},
+			},
+		},
+		{
+			name: "optional key appears: restart",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: entry()}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "1")},
+				Changes: []plan.Change{change(cm("a", "k"), []string{"k"}, entry(), entry("k", "1"))},
+			},
+		},
+		{
+			name: "all keys: key added",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("a", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1", "b", "1")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "1", "b", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"b"}, entry("a", "1"), entry("a", "1", "b", "1"))},
+			},
+		},
+		{
+			name: "all keys: key removed",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("a", "1", "b", "1")}, Configs: map[string]plan.Config{cmA: present("b", "1")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("b", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"a"}, entry("a", "1", "b", "1"), entry("b", "1"))},
+			},
+		},
+		{
+			name: "reference removed from the spec: dropped from the record",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1"), secA: entry("p", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+		},
+		{
+			name: "several changes, sorted; opted-out change ignored; unchanged reference kept",
+			in: plan.Input{
+				Refs:     []refs.Ref{cmAll("a"), cmAll("b"), cmAll("c"), secAll("a")},
+				Recorded: plan.Record{cmA: entry("k", "1"), cmB: entry("k", "1"), "ConfigMap/c": entry("k", "1"), secA: entry("k", "1")},
+				Configs: map[string]plan.Config{
+					cmA: present("k", "2"), cmB: present("k", "1"), "ConfigMap/c": optedOut("k", "2"), secA: present("k", "1", "l", "1"),
+				},
+			},
+			want: plan.Plan{
+				Action: plan.Restart,
+				Record: plan.Record{cmA: entry("k", "2"), cmB: entry("k", "1"), "ConfigMap/c": entry("k", "2"), secA: entry("k", "1", "l", "1")},
+				Changes: []plan.Change{
+					change(cmAll("a"), []string{"k"}, entry("k", "1"), entry("k", "2")),
+					change(secAll("a"), []string{"l"}, entry("k", "1"), entry("k", "1", "l", "1")),
+				},
+				Ignored: []plan.Change{change(cmAll("c"), []string{"k"}, entry("k", "1"), entry("k", "2"))},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan.Decide(tt.in)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideHistory runs Decide over a sequence of states, writing each plan's
+// record back through its annotation encoding as the controller does.
+func TestDecideHistory(t *testing.T) {
+	type step struct {
+		cfg  plan.Config
+		want plan.Action
+	}
+	tests := []struct {
+		name            string
+		restartOnCreate bool
+		steps           []step
+	}{
+		{"deleted, recreated with the same content", false, []step{
+			{present("k", "1"), plan.Adopt}, {missing, plan.None}, {present("k", "1"), plan.None},
+		}},
+		{"deleted, recreated with other content", false, []step{
+			{present("k", "1"), plan.Adopt}, {missing, plan.None}, {present("k", "2"), plan.Restart}, {present("k", "2"), plan.None},
+		}},
+		{"created later, RestartOnCreate off", false, []step{
+			{missing, plan.Adopt}, {missing, plan.None}, {present("k", "1"), plan.Refresh}, {present("k", "2"), plan.Restart},
+		}},
+		{"created later, RestartOnCreate on", true, []step{
+			{missing, plan.Adopt}, {present("k", "1"), plan.Restart}, {present("k", "1"), plan.None},
+		}},
+		{"opted-out change then opt-in: the ignored change does not come back", false, []step{
+			{present("k", "1"), plan.Adopt}, {optedOut("k", "2"), plan.Refresh}, {present("k", "2"), plan.None}, {present("k", "3"), plan.Restart},
+		}},
+		{"empty object, then a key added", false, []step{
+			{present(), plan.Adopt}, {present(), plan.None}, {present("k", "1"), plan.Restart},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var annotation *string
+			for i, s := range tt.steps {
+				in := plan.Input{Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: s.cfg}, RestartOnCreate: tt.restartOnCreate}
+				if annotation != nil {
+					r, err := plan.ParseRecord(*annotation)
+					if err != nil {
+						t.Fatalf("step %d: ParseRecord(%s): %v", i, *annotation, err)
+					}
+					in.Recorded = r
+				}
+				p := plan.Decide(in)
+				if p.Action != s.want {
+					t.Fatalf("step %d: action %v, want %v (record %v, plan %+v)", i, p.Action, s.want, in.Recorded, p)
+				}
+				if p.Action != plan.None {
+					a := p.Record.String()
+					annotation = &a
+				}
+			}
+		})
+	}
+}
+
+func TestActionString(t *testing.T) {
+	want := map[plan.Action]string{plan.None: "none", plan.Forget: "forget", plan.Adopt: "adopt", plan.Refresh: "refresh", plan.Restart: "restart"}
+	for a, s := range want {
+		if a.String() != s {
+			t.Errorf("Action(%d).String() = %q, want %q", a, a.String(), s)
+		}
+	}
+}
