@@ -34,18 +34,27 @@ type Reconciler struct {
 	Config   Config
 }
 
-// Reconcile gathers, plans and applies for one workload. A write conflict
-// means someone else (another replica, a user) changed the workload since it
-// was read: read it again from the API server and decide again, once.
-func (r *Reconciler) Reconcile(ctx context.Context, key workload.Key) (reconcile.Result, error) {
+// Reconcile processes one request: a change or a workload.
+func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
+	if req.IsChange() {
+		return r.processChange(ctx, req)
+	}
+	return reconcile.Result{}, r.reconcileWorkload(ctx, req.Workload())
+}
+
+// reconcileWorkload gathers, plans and applies for one workload. A write
+// conflict means someone else (another replica, a user) changed the workload
+// since it was read: read it again from the API server and decide again,
+// once.
+func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) error {
 	kind, ok := workload.ByName(key.Kind)
 	if !ok {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	obj := kind.New()
 	name := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
 	if err := r.Cache.Get(ctx, name, obj); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	err := r.reconcile(ctx, key, obj)
 	if apierrors.IsConflict(err) {
@@ -53,17 +62,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, key workload.Key) (reconcile
 		obj = kind.New()
 		if err := r.Fresh.Get(ctx, name, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+			return client.IgnoreNotFound(err)
 		}
 		err = r.reconcile(ctx, key, obj)
 	}
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	if err != nil {
 		metrics.Errors.WithLabelValues("patch").Inc()
 	}
-	return reconcile.Result{}, err
+	return err
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) error {

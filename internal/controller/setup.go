@@ -1,13 +1,16 @@
 // Package controller is watcher's controller: it watches ConfigMaps, Secrets
 // and workloads, and restarts the workloads whose configuration changed.
 //
-// The work queue holds workload keys. ConfigMap and Secret events are mapped
-// to the workloads that use the object through a cache field index (no LIST
-// call, work proportional to the workloads affected); workload events enqueue
-// the workload itself. Each workload is then reconciled level-triggered:
-// gather its references and the current digests from the cache, let
-// plan.Decide compare them with the hashes recorded on the workload, and apply
-// the result with one patch.
+// The work queue holds two kinds of Request. A workload event enqueues the
+// workload. A data change of a ConfigMap or Secret enqueues the change; the
+// replica that takes the change's lock (see package lock) processes it: it
+// finds the workloads that use the object through a cache field index (no
+// LIST call, work proportional to the workloads affected) and reconciles each
+// of them.
+//
+// A workload is reconciled level-triggered: gather its references and the
+// current digests from the cache, let plan.Decide compare them with the
+// hashes recorded on the workload, and apply the result with one patch.
 package controller
 
 import (
@@ -17,6 +20,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -44,6 +49,40 @@ func indexFor(kind refs.Kind) string {
 	return IndexConfigMaps
 }
 
+// Request is an item of the work queue: a workload to reconcile, or a
+// change of a ConfigMap or Secret to process.
+type Request struct {
+	// Kind is a workload kind, or ConfigMap or Secret.
+	Kind      string
+	Namespace string
+	Name      string
+	// Version is the resourceVersion of a changed ConfigMap or Secret: it
+	// names the change alike on every replica. Empty for a workload.
+	Version string
+	// Keys are the changed keys, comma-separated.
+	Keys string
+	// Created is true when the ConfigMap or Secret was created.
+	Created bool
+}
+
+// IsChange tells a change from a workload.
+func (r Request) IsChange() bool {
+	return r.Kind == string(refs.ConfigMap) || r.Kind == string(refs.Secret)
+}
+
+// Workload returns the workload key of a workload request.
+func (r Request) Workload() workload.Key {
+	return workload.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// String names the request in logs.
+func (r Request) String() string {
+	if r.IsChange() {
+		return r.Kind + " " + r.Namespace + "/" + r.Name + "@" + r.Version
+	}
+	return r.Workload().String()
+}
+
 // Config is what the controller needs from watcher's options.
 type Config struct {
 	// Annotation is the opt-out annotation key.
@@ -57,6 +96,11 @@ type Config struct {
 	Workers int
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
+	// Locker decides which replica processes a change.
+	Locker lock.Locker
+	// HeldRetry is how long to wait before looking again at a change whose
+	// lock another replica holds.
+	HeldRetry time.Duration
 }
 
 // Setup registers the field indexes, the informers and the controller with
@@ -77,6 +121,12 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		}
 	}
 
+	if cfg.Locker == nil {
+		cfg.Locker = lock.Local{}
+	}
+	if cfg.HeldRetry == 0 {
+		cfg.HeldRetry = time.Second
+	}
 	r := &Reconciler{
 		Cache:    mgr.GetCache(),
 		Client:   mgr.GetClient(),
@@ -84,33 +134,38 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
 	}
-	b := builder.TypedControllerManagedBy[workload.Key](mgr).
+	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
-		WithOptions(ctrlcontroller.TypedOptions[workload.Key]{
+		WithOptions(ctrlcontroller.TypedOptions[Request]{
 			MaxConcurrentReconciles: cfg.Workers,
 			NeedLeaderElection:      ptr.To(cfg.NeedLeaderElection),
 			EnableWarmup:            ptr.To(true),
 			SkipNameValidation:      ptr.To(true),
+			// Failed items (an unreachable API server or Redis) are retried
+			// with backoff, never dropped, and never wait more than 30s.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Request](50*time.Millisecond, 30*time.Second),
 		}).
-		WithLogConstructor(func(k *workload.Key) logr.Logger {
+		WithLogConstructor(func(req *Request) logr.Logger {
 			log := mgr.GetLogger().WithValues("controller", "watcher")
-			if k != nil {
-				log = log.WithValues("workload", k.String())
+			if req != nil && req.IsChange() {
+				log = log.WithValues("change", req.String())
+			} else if req != nil {
+				log = log.WithValues("workload", req.String())
 			}
 			return log
 		})
 	for _, kind := range workload.Kinds {
-		b = b.WatchesRawSource(source.TypedKind[client.Object, workload.Key](
+		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](
 			mgr.GetCache(), kind.New(), workloadHandler(kind.Name),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-		h := &configHandler{kind: rk, reader: mgr.GetCache(), cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
 		var obj client.Object = &corev1.ConfigMap{}
 		if rk == refs.Secret {
 			obj = &corev1.Secret{}
 		}
-		b = b.WatchesRawSource(source.TypedKind[client.Object, workload.Key](mgr.GetCache(), obj, h.funcs()))
+		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), obj, h.funcs()))
 	}
 	return b.Complete(r)
 }
@@ -130,8 +185,8 @@ func indexer(kind refs.Kind) client.IndexerFunc {
 // workloadHandler enqueues a workload when it is created (adoption, and the
 // start-up check of changes made while watcher was down) and when its
 // generation or annotations change (new references, opt-out).
-func workloadHandler(kind string) handler.TypedEventHandler[client.Object, workload.Key] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []workload.Key {
-		return []workload.Key{workload.KeyOf(kind, obj)}
+func workloadHandler(kind string) handler.TypedEventHandler[client.Object, Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []Request {
+		return []Request{{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	})
 }

@@ -127,6 +127,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
 	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
+	fs.Lookup("restart-on-create").NoOptDefVal = "true" // --restart-on-create alone means true
 	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "wait this long after a change before restarting, so a burst restarts once; 0: no wait")
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 
@@ -198,10 +199,10 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 			}
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, o.Validate())...); err != nil {
 		return nil, err
 	}
-	return o, o.Validate()
+	return o, nil
 }
 
 // shown quotes v for an error message, unless the flag is a secret.

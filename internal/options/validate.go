@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -50,7 +51,7 @@ func (o *Options) Validate() error {
 			bad(a.flag, a.env, `want host:port, :port or "0": %v`, err)
 		}
 	}
-	if o.Redis.Host == "" {
+	if strings.TrimSpace(o.Redis.Host) == "" {
 		bad("redis-host", "REDIS_HOST", "want a host name or address")
 	}
 	return errors.Join(errs...)

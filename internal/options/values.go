@@ -11,6 +11,9 @@ import (
 // always used (whole seconds, "True"/"False", comma-separated lists) and fail
 // with a message that says what form is expected.
 
+// maxSeconds is the longest duration a seconds setting takes: a year.
+const maxSeconds = 365 * 24 * 3600
+
 // seconds is a duration given as a whole number of seconds.
 type seconds struct {
 	d   *time.Duration
@@ -21,8 +24,8 @@ func (s seconds) String() string { return strconv.Itoa(int(*s.d / time.Second)) 
 func (s seconds) Type() string   { return "seconds" }
 func (s seconds) Set(v string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < s.min {
-		return fmt.Errorf("want a whole number of seconds, at least %d", s.min)
+	if err != nil || n < s.min || n > maxSeconds {
+		return fmt.Errorf("want a whole number of seconds from %d to %d", s.min, maxSeconds)
 	}
 	*s.d = time.Duration(n) * time.Second
 	return nil
@@ -123,6 +126,7 @@ type oneOf struct {
 func (o oneOf) String() string { return *o.s }
 func (o oneOf) Type() string   { return strings.Join(o.allowed, "|") }
 func (o oneOf) Set(v string) error {
+	v = strings.ToLower(strings.TrimSpace(v))
 	for _, a := range o.allowed {
 		if v == a {
 			*o.s = v

@@ -29,6 +29,8 @@ package plan
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -138,6 +140,9 @@ func Decide(in Input) Plan {
 		}
 	}
 	p.Record = next
+	byRef := func(a, b Change) int { return strings.Compare(a.Ref.ID(), b.Ref.ID()) }
+	slices.SortFunc(p.Changes, byRef)
+	slices.SortFunc(p.Ignored, byRef)
 	switch {
 	case in.Recorded == nil:
 		p.Action = Adopt
@@ -154,7 +159,9 @@ func Decide(in Input) Plan {
 // used returns the hashes of the keys ref reads from an object with keys.
 func used(ref refs.Ref, keys map[string]string) Entry {
 	if ref.AllKeys {
-		return maps.Clone(Entry(keys))
+		e := make(Entry, len(keys)) // never nil: nil means "did not exist"
+		maps.Copy(e, keys)
+		return e
 	}
 	e := make(Entry, len(ref.Keys))
 	for _, k := range ref.Keys {

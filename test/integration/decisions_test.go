@@ -125,7 +125,7 @@ func TestCustomAnnotationAndConfigOptOut(t *testing.T) {
 	setSecret(t, sec, "s", "2")
 	waitRollouts(t, dep, 1)
 	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/sec changed (keys: s)")
-	NewWithT(t).Expect(w.logs.Lines("restarted", "ConfigMap")).To(BeEmpty())
+	NewWithT(t).Expect(w.logs.Lines("restarted Deployment", "because ConfigMap")).To(BeEmpty())
 }
 
 func TestIgnoredNamespaces(t *testing.T) {

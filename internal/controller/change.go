@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// processChange handles one change of a ConfigMap or Secret on the replica
+// that takes its lock: it says what changed and reconciles every workload
+// that reads a changed key. If any of them fails, the lock is released
+// without marking the change done, and the change is retried.
+func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	held, outcome, err := r.Config.Locker.Acquire(ctx, req.String())
+	switch {
+	case err != nil:
+		metrics.Errors.WithLabelValues("lock").Inc()
+		return reconcile.Result{}, err
+	case outcome == lock.Done:
+		log.V(1).Info("Change processed by another replica")
+		return reconcile.Result{}, nil
+	case outcome == lock.Held:
+		log.V(1).Info("Change locked by another replica; looking again later")
+		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
+	}
+	err = r.changeUsers(ctx, req)
+	if rerr := held.Release(ctx, err == nil); rerr != nil {
+		metrics.Errors.WithLabelValues("lock").Inc()
+		log.Error(rerr, "Cannot release lock; it expires by itself")
+	}
+	return reconcile.Result{}, err
+}
+
+func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
+	log := ctrl.LoggerFrom(ctx)
+	id := req.Kind + " " + req.Namespace + "/" + req.Name
+	var obj client.Object = &corev1.ConfigMap{}
+	if req.Kind == string(refs.Secret) {
+		obj = &corev1.Secret{}
+	}
+	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		log.V(1).Info("Changed, then deleted; nothing to do", "object", id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var changed []string
+	if req.Created {
+		log.V(1).Info("Created", "object", id)
+	} else {
+		changed = strings.Split(req.Keys, ",")
+		metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
+		log.Info(id+" changed, keys: "+req.Keys, "object", id, "keys", changed)
+	}
+	if optedOut, _ := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation); optedOut && !req.Created {
+		// The users still get their record refreshed, without a restart,
+		// so that the change never counts later.
+		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
+		log.Info("Change restarts nothing: the object opted out", "object", id, "reason", plan.SkipConfigOptedOut)
+	}
+
+	ref := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}
+	var errs []error
+	err = r.eachUser(ctx, refs.Kind(req.Kind), req.Namespace+"/"+req.Name, func(key workload.Key, w client.Object) {
+		if !req.Created {
+			if reason := r.triage(w, ref.ID(), changed); reason != "" {
+				metrics.Skipped.WithLabelValues(reason).Inc()
+				log.V(1).Info("Change restarts nothing for this workload", "object", id, "workload", key.String(), "reason", reason)
+				return
+			}
+		}
+		errs = append(errs, r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key))
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+func (r *Reconciler) triage(w client.Object, id string, changed []string) string {
+	tmpl, err := workload.PodTemplate(w)
+	if err != nil {
+		return ""
+	}
+	optedOut, _ := plan.OptedOut(w.GetAnnotations(), r.Config.Annotation) // reported when reconciled
+	return plan.Triage(optedOut, refs.FromPodSpec(&tmpl.Spec), id, changed)
+}
+
+// eachUser calls fn for every cached workload whose pod template uses the
+// object of kind named "namespace/name", found through the field index. The
+// objects are the cache's own: read only.
+func (r *Reconciler) eachUser(ctx context.Context, kind refs.Kind, name string, fn func(workload.Key, client.Object)) error {
+	for _, wk := range workload.Kinds {
+		list := wk.NewList()
+		if err := r.Cache.List(ctx, list, client.MatchingFields{indexFor(kind): name}, client.UnsafeDisableDeepCopy); err != nil {
+			metrics.Errors.WithLabelValues("index").Inc()
+			return err
+		}
+		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+			w := o.(client.Object)
+			fn(workload.KeyOf(wk.Name, w), w)
+			return nil
+		})
+	}
+	return nil
+}

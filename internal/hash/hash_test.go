@@ -1,0 +1,201 @@
+package hash_test
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+)
+
+var (
+	sumRE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	keyHashRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+)
+
+// bytesOf turns a string map into the form Of takes.
+func bytesOf(m map[string]string) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = []byte(v)
+	}
+	return out
+}
+
+// keyHash is the per-key hash Of must produce, computed independently.
+func keyHash(v string) string {
+	s := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(s[:])[:hash.KeyHashLen]
+}
+
+// wantSum is the Sum Of must produce for the given key, value, key, value...
+// sequence (already sorted by key): each field prefixed by its length as 8
+// big-endian bytes.
+func wantSum(fields ...string) string {
+	var buf []byte
+	for _, f := range fields {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, f...)
+	}
+	s := sha256.Sum256(buf)
+	return hex.EncodeToString(s[:])
+}
+
+func TestOfKnownValues(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string][]byte
+		want hash.Digest
+	}{
+		{"nil", nil, hash.Digest{Sum: wantSum(), Keys: map[string]string{}}},
+		{"empty", map[string][]byte{}, hash.Digest{Sum: wantSum(), Keys: map[string]string{}}},
+		{"one key", bytesOf(map[string]string{"a": "1"}), hash.Digest{
+			Sum: wantSum("a", "1"), Keys: map[string]string{"a": keyHash("1")},
+		}},
+		{"keys sorted", bytesOf(map[string]string{"b": "2", "a": "1"}), hash.Digest{
+			Sum: wantSum("a", "1", "b", "2"), Keys: map[string]string{"a": keyHash("1"), "b": keyHash("2")},
+		}},
+		{"nil and empty values", map[string][]byte{"a": nil, "b": {}}, hash.Digest{
+			Sum: wantSum("a", "", "b", ""), Keys: map[string]string{"a": keyHash(""), "b": keyHash("")},
+		}},
+		{"binary value", map[string][]byte{"bin": {0, 0xff, '\n'}}, hash.Digest{
+			Sum: wantSum("bin", "\x00\xff\n"), Keys: map[string]string{"bin": keyHash("\x00\xff\n")},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := hash.Of(tt.data)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Of() mismatch (-want +got):\n%s", diff)
+			}
+			if !sumRE.MatchString(got.Sum) {
+				t.Errorf("Sum %q is not 64 hex digits", got.Sum)
+			}
+			for k, h := range got.Keys {
+				if !keyHashRE.MatchString(h) {
+					t.Errorf("hash of key %q is %q, want %d hex digits", k, h, hash.KeyHashLen)
+				}
+			}
+		})
+	}
+}
+
+func TestOfStableUnderMapOrder(t *testing.T) {
+	data := map[string]string{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+		data[k] = "value of " + k
+	}
+	want := hash.Of(bytesOf(data))
+	for i := 0; i < 50; i++ {
+		// A fresh map each time: Go randomises iteration order.
+		if got := hash.Of(bytesOf(data)); !cmp.Equal(want, got) {
+			t.Fatalf("Of() of the same content differs between calls:\n%s", cmp.Diff(want, got))
+		}
+	}
+}
+
+func TestOfSumChanges(t *testing.T) {
+	base := map[string]string{"a": "1", "b": "2"}
+	tests := []struct {
+		name  string
+		other map[string]string
+	}{
+		{"value changed", map[string]string{"a": "1", "b": "3"}},
+		{"value emptied", map[string]string{"a": "1", "b": ""}},
+		{"key renamed", map[string]string{"a": "1", "c": "2"}},
+		{"key added", map[string]string{"a": "1", "b": "2", "c": "3"}},
+		{"key removed", map[string]string{"a": "1"}},
+		{"values swapped", map[string]string{"a": "2", "b": "1"}},
+		{"all removed", map[string]string{}},
+		{"key and value boundary moved", map[string]string{"a1": "", "b": "2"}},
+	}
+	want := hash.Of(bytesOf(base)).Sum
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := hash.Of(bytesOf(tt.other)).Sum; got == want {
+				t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", tt.other, base, got)
+			}
+		})
+	}
+}
+
+// TestOfLengthPrefix checks that different key/value splits of the same bytes
+// do not collide.
+func TestOfLengthPrefix(t *testing.T) {
+	pairs := []struct{ a, b map[string]string }{
+		{map[string]string{"ab": "c"}, map[string]string{"a": "bc"}},
+		{map[string]string{"a": "b", "c": "d"}, map[string]string{"a": "bcd"}},
+		{map[string]string{"a": "", "b": ""}, map[string]string{"ab": ""}},
+		{map[string]string{"": "ab"}, map[string]string{"a": "b"}},
+	}
+	for _, p := range pairs {
+		if x, y := hash.Of(bytesOf(p.a)).Sum, hash.Of(bytesOf(p.b)).Sum; x == y {
+			t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", p.a, p.b, x)
+		}
+	}
+}
+
+func TestOfKeyHashes(t *testing.T) {
+	old := hash.Of(bytesOf(map[string]string{"a": "1", "b": "2", "c": "same"}))
+	cur := hash.Of(bytesOf(map[string]string{"a": "1", "b": "changed", "c": "same"}))
+	if old.Keys["a"] != cur.Keys["a"] || old.Keys["c"] != cur.Keys["c"] {
+		t.Errorf("hashes of unchanged keys differ: %v, %v", old.Keys, cur.Keys)
+	}
+	if old.Keys["b"] == cur.Keys["b"] {
+		t.Errorf("hash of changed key b did not change: %s", old.Keys["b"])
+	}
+	// A key's hash depends on its value alone, not on its name or neighbours.
+	if old.Keys["c"] != keyHash("same") {
+		t.Errorf("Keys[c] = %s, want %s", old.Keys["c"], keyHash("same"))
+	}
+}
+
+func TestChangedKeys(t *testing.T) {
+	tests := []struct {
+		name     string
+		old, new map[string]string
+		want     []string
+	}{
+		{"both nil", nil, nil, nil},
+		{"equal", map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "2"}, nil},
+		{"changed", map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "3"}, []string{"b"}},
+		{"added", map[string]string{"a": "1"}, map[string]string{"a": "1", "b": "2"}, []string{"b"}},
+		{"removed", map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1"}, []string{"b"}},
+		{"from nil", nil, map[string]string{"b": "1", "a": "1"}, []string{"a", "b"}},
+		{"to nil", map[string]string{"b": "1", "a": "1"}, nil, []string{"a", "b"}},
+		{"added to empty value", map[string]string{}, map[string]string{"a": ""}, []string{"a"}},
+		{
+			"added, removed, changed, unchanged: sorted",
+			map[string]string{"z": "1", "m": "1", "keep": "1", "c": "1"},
+			map[string]string{"z": "2", "a": "1", "keep": "1", "c": "9"},
+			[]string{"a", "c", "m", "z"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := hash.ChangedKeys(tt.old, tt.new)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ChangedKeys() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShort(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"abc", "abc"},
+		{"01234567", "01234567"},
+		{"012345678", "01234567"},
+		{hash.Of(nil).Sum, "e3b0c442"},
+	}
+	for _, tt := range tests {
+		if got := hash.Short(tt.in); got != tt.want {
+			t.Errorf("Short(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package options_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/watcher-dev/watcher/internal/options"
+)
+
+const password = "pw-Sup3r-s3cret"
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// defaults are the settings of the original design, written out rather than
+// taken from options.Defaults so that a changed default fails a test.
+func defaults() *options.Options {
+	ignored := []string{"ingress-aws-lb-controller", "istio-system", "karpenter", "kube-system", "kubesphere-system"}
+	return &options.Options{
+		IgnoreConfigMapNamespaces: ignored,
+		IgnoreSecretNamespaces:    append([]string(nil), ignored...),
+		Annotation:                "require-restart",
+		Coalesce:                  time.Second,
+		Workers:                   8,
+		PrintInterval:             100 * time.Second,
+		MetricsAddr:               ":8080",
+		HealthAddr:                ":8081",
+		LogFormat:                 "text",
+		LogLevel:                  "info",
+		QPS:                       50,
+		Burst:                     100,
+		Redis: options.Redis{
+			Host:          "redis-stack-0.redis-service.watcher.svc.cluster.local",
+			Port:          6379,
+			DB:            0,
+			SocketTimeout: 5 * time.Second,
+		},
+		LockExpiration: 300 * time.Second,
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	for name, getenv := range map[string]func(string) (string, bool){
+		"no environment":        env(nil),
+		"unrelated environment": env(map[string]string{"HOME": "/root", "PATH": "/bin", "KUBECONFIG": "/k"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := options.Parse(nil, getenv, io.Discard)
+			if err != nil {
+				t.Fatalf("Parse() error: %v", err)
+			}
+			if diff := cmp.Diff(defaults(), got); diff != "" {
+				t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if diff := cmp.Diff(defaults(), options.Defaults()); diff != "" {
+		t.Errorf("Defaults() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDefaultsNotShared checks that changing one Options does not change the
+// defaults of the next.
+func TestDefaultsNotShared(t *testing.T) {
+	o := options.Defaults()
+	o.IgnoreConfigMapNamespaces[0] = "changed"
+	o.IgnoreSecretNamespaces[0] = "changed"
+	if diff := cmp.Diff(defaults(), options.Defaults()); diff != "" {
+		t.Errorf("Defaults() changed by editing an earlier result (-want +got):\n%s", diff)
+	}
+}
+
+// settings lists every environment variable with a valid value, the flag
+// that matches it, and the option it must set.
+var settings = []struct {
+	env, flag, value string
+	set              func(*options.Options)
+}{
+	{"LOCAL_CONFIG", "local-config", "True", func(o *options.Options) { o.LocalConfig = ptr(true) }},
+	{"NAMESPACES", "namespaces", " a, b ,,c", func(o *options.Options) { o.Namespaces = []string{"a", "b", "c"} }},
+	{"IGNORE_CONFIGMAP_NAMESPACES", "ignore-configmap-namespaces", "x,y", func(o *options.Options) { o.IgnoreConfigMapNamespaces = []string{"x", "y"} }},
+	{"IGNORE_SECRET_NAMESPACES", "ignore-secret-namespaces", "z", func(o *options.Options) { o.IgnoreSecretNamespaces = []string{"z"} }},
+	{"WORKLOAD_SELECTOR", "workload-selector", "app=web,tier!=db", func(o *options.Options) { o.WorkloadSelector = "app=web,tier!=db" }},
+	{"CONFIG_SELECTOR", "config-selector", "watch in (yes)", func(o *options.Options) { o.ConfigSelector = "watch in (yes)" }},
+	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},
+	{"RESTART_ON_CREATE", "restart-on-create", "True", func(o *options.Options) { o.RestartOnCreate = true }},
+	{"COALESCE", "coalesce", "1500ms", func(o *options.Options) { o.Coalesce = 1500 * time.Millisecond }},
+	{"WORKERS", "workers", "3", func(o *options.Options) { o.Workers = 3 }},
+	{"PRINT_TIME", "print-time", "0", func(o *options.Options) { o.PrintInterval = 0 }},
+	{"METRICS_ADDR", "metrics-addr", "127.0.0.1:0", func(o *options.Options) { o.MetricsAddr = "127.0.0.1:0" }},
+	{"HEALTH_ADDR", "health-addr", "0", func(o *options.Options) { o.HealthAddr = "0" }},
+	{"LOG_FORMAT", "log-format", "json", func(o *options.Options) { o.LogFormat = "json" }},
+	{"LOG_LEVEL", "log-level", "debug", func(o *options.Options) { o.LogLevel = "debug" }},
+	{"KUBE_API_QPS", "kube-api-qps", "12.5", func(o *options.Options) { o.QPS = 12.5 }},
+	{"KUBE_API_BURST", "kube-api-burst", "7", func(o *options.Options) { o.Burst = 7 }},
+	{"REDIS_HOST", "redis-host", "10.0.0.7", func(o *options.Options) { o.Redis.Host = "10.0.0.7" }},
+	{"REDIS_PORT", "redis-port", "6380", func(o *options.Options) { o.Redis.Port = 6380 }},
+	{"DB", "redis-db", "3", func(o *options.Options) { o.Redis.DB = 3 }},
+	{"USERNAME", "redis-username", "watcher", func(o *options.Options) { o.Redis.Username = "watcher" }},
+	{"PASSWORD", "redis-password", password, func(o *options.Options) { o.Redis.Password = password }},
+	{"REDIS_SOCKET_TIMEOUT", "redis-socket-timeout", "12", func(o *options.Options) { o.Redis.SocketTimeout = 12 * time.Second }},
+	{"LOCK_EXPIRATION_TIME", "lock-expiration-time", "60", func(o *options.Options) { o.LockExpiration = time.Minute }},
+}
+
+func TestParseSetting(t *testing.T) {
+	for _, s := range settings {
+		want := defaults()
+		s.set(want)
+		t.Run("env "+s.env, func(t *testing.T) {
+			got, err := options.Parse(nil, env(map[string]string{s.env: s.value}), io.Discard)
+			if err != nil {
+				t.Fatalf("Parse() error: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s=%q: mismatch (-want +got):\n%s", s.env, s.value, diff)
+			}
+		})
+		t.Run("flag "+s.flag, func(t *testing.T) {
+			got, err := options.Parse([]string{"--" + s.flag + "=" + s.value}, env(nil), io.Discard)
+			if err != nil {
+				t.Fatalf("Parse() error: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("--%s=%q: mismatch (-want +got):\n%s", s.flag, s.value, diff)
+			}
+		})
+		t.Run("flag wins over env "+s.env, func(t *testing.T) {
+			// The environment holds a valid value too, and an invalid one
+			// where there is one: neither may be read.
+			for _, other := range []string{defaults().Redis.Host, "0", "not valid!"} {
+				got, err := options.Parse([]string{"--" + s.flag + "=" + s.value}, env(map[string]string{s.env: other}), io.Discard)
+				if err != nil {
+					t.Fatalf("%s=%q --%s %q: error: %v", s.env, other, s.flag, s.value, err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s=%q --%s %q: mismatch (-want +got):\n%s", s.env, other, s.flag, s.value, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestParseEmptyLists(t *testing.T) {
+	got, err := options.Parse(nil, env(map[string]string{"IGNORE_CONFIGMAP_NAMESPACES": "", "IGNORE_SECRET_NAMESPACES": " , "}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.IgnoreConfigMapNamespaces) != 0 || len(got.IgnoreSecretNamespaces) != 0 {
+		t.Errorf("empty lists gave %q and %q, want none", got.IgnoreConfigMapNamespaces, got.IgnoreSecretNamespaces)
+	}
+}
+
+func TestParseLocalConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want *bool
+	}{
+		{"True", map[string]string{"LOCAL_CONFIG": "True"}, ptr(true)},
+		{"False", map[string]string{"LOCAL_CONFIG": "False"}, ptr(false)},
+		{"true", map[string]string{"LOCAL_CONFIG": "true"}, ptr(true)},
+		{"false", map[string]string{"LOCAL_CONFIG": "false"}, ptr(false)},
+		{"1", map[string]string{"LOCAL_CONFIG": "1"}, ptr(true)},
+		{"empty", map[string]string{"LOCAL_CONFIG": ""}, nil},
+		{"unset", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := options.Parse(nil, env(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.LocalConfig); diff != "" {
+				t.Errorf("LocalConfig mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseValidAddresses(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", ":9090", "0", "[::1]:8080", "localhost:65535", "0.0.0.0:8080"} {
+		got, err := options.Parse(nil, env(map[string]string{"METRICS_ADDR": addr, "HEALTH_ADDR": addr}), io.Discard)
+		if err != nil {
+			t.Errorf("METRICS_ADDR=HEALTH_ADDR=%q: error: %v", addr, err)
+			continue
+		}
+		if got.MetricsAddr != addr || got.HealthAddr != addr {
+			t.Errorf("%q gave %q and %q", addr, got.MetricsAddr, got.HealthAddr)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, env, value string
+		want             []string // substrings of the error: the name, the expected form
+	}{
+		{"LOCK_EXPIRATION_TIME not a number", "LOCK_EXPIRATION_TIME", "abc", []string{"LOCK_EXPIRATION_TIME", `"abc"`, "whole number of seconds"}},
+		{"LOCK_EXPIRATION_TIME zero", "LOCK_EXPIRATION_TIME", "0", []string{"LOCK_EXPIRATION_TIME", "seconds from 1 to"}},
+		{"LOCK_EXPIRATION_TIME Go duration", "LOCK_EXPIRATION_TIME", "300s", []string{"LOCK_EXPIRATION_TIME", "whole number of seconds"}},
+		{"REDIS_SOCKET_TIMEOUT zero", "REDIS_SOCKET_TIMEOUT", "0", []string{"REDIS_SOCKET_TIMEOUT", "seconds from 1 to"}},
+		{"DB negative", "DB", "-1", []string{"DB", "Redis database number"}},
+		{"REDIS_PORT too large", "REDIS_PORT", "70000", []string{"REDIS_PORT", "TCP port", "1 to 65535"}},
+		{"REDIS_PORT zero", "REDIS_PORT", "0", []string{"REDIS_PORT", "TCP port"}},
+		{"REDIS_PORT not a number", "REDIS_PORT", "x", []string{"REDIS_PORT", `"x"`, "TCP port"}},
+		{"PRINT_TIME negative", "PRINT_TIME", "-1", []string{"PRINT_TIME", "seconds from 0 to"}},
+		{"LOG_FORMAT", "LOG_FORMAT", "xml", []string{"LOG_FORMAT", "text, json"}},
+		{"LOG_LEVEL", "LOG_LEVEL", "warn", []string{"LOG_LEVEL", "debug, info, error"}},
+		{"WORKERS zero", "WORKERS", "0", []string{"WORKERS", "number of workers"}},
+		{"KUBE_API_QPS zero", "KUBE_API_QPS", "0", []string{"KUBE_API_QPS", "greater than 0"}},
+		{"KUBE_API_BURST zero", "KUBE_API_BURST", "0", []string{"KUBE_API_BURST", "burst size"}},
+		{"COALESCE negative", "COALESCE", "-1s", []string{"COALESCE", "duration"}},
+		{"COALESCE seconds", "COALESCE", "5", []string{"COALESCE", "duration"}},
+		{"RESTART_ON_CREATE", "RESTART_ON_CREATE", "yes", []string{"RESTART_ON_CREATE", "True or False"}},
+		{"LOCAL_CONFIG", "LOCAL_CONFIG", "maybe", []string{"LOCAL_CONFIG", "True, False or empty"}},
+		{"WORKLOAD_SELECTOR", "WORKLOAD_SELECTOR", "app in (", []string{"WORKLOAD_SELECTOR", "--workload-selector", "label selector"}},
+		{"CONFIG_SELECTOR", "CONFIG_SELECTOR", "=x", []string{"CONFIG_SELECTOR", "--config-selector", "label selector"}},
+		{"ANNOTATION", "ANNOTATION", "not a key!", []string{"ANNOTATION", "--annotation", "annotation key"}},
+		{"ANNOTATION two slashes", "ANNOTATION", "a/b/c", []string{"ANNOTATION", "annotation key"}},
+		{"NAMESPACES", "NAMESPACES", "ok,Not_OK", []string{"NAMESPACES", `"Not_OK"`, "not a namespace name"}},
+		{"IGNORE_CONFIGMAP_NAMESPACES", "IGNORE_CONFIGMAP_NAMESPACES", "kube.system", []string{"IGNORE_CONFIGMAP_NAMESPACES", "namespace name"}},
+		{"IGNORE_SECRET_NAMESPACES", "IGNORE_SECRET_NAMESPACES", "-x", []string{"IGNORE_SECRET_NAMESPACES", "namespace name"}},
+		{"METRICS_ADDR", "METRICS_ADDR", "nonsense", []string{"METRICS_ADDR", "--metrics-addr", "host:port"}},
+		{"METRICS_ADDR bad port", "METRICS_ADDR", ":99999", []string{"METRICS_ADDR", "host:port"}},
+		{"HEALTH_ADDR", "HEALTH_ADDR", "localhost:", []string{"HEALTH_ADDR", "host:port"}},
+		{"REDIS_HOST empty", "REDIS_HOST", "", []string{"REDIS_HOST", "host name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := options.Parse(nil, env(map[string]string{tt.env: tt.value, "PASSWORD": password}), io.Discard)
+			if err == nil {
+				t.Fatalf("%s=%q: Parse() = %+v, want an error", tt.env, tt.value, got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s=%q: error %q does not contain %q", tt.env, tt.value, err, w)
+				}
+			}
+			if strings.Contains(err.Error(), password) {
+				t.Errorf("error contains the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryError(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"values", map[string]string{"DB": "-1", "REDIS_PORT": "x", "LOG_FORMAT": "xml", "LOCK_EXPIRATION_TIME": "abc"}},
+		{"validation", map[string]string{"WORKLOAD_SELECTOR": "app in (", "ANNOTATION": "a b", "NAMESPACES": "A", "METRICS_ADDR": "nonsense", "HEALTH_ADDR": "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["PASSWORD"] = password
+			_, err := options.Parse(nil, env(tt.env), io.Discard)
+			if err == nil {
+				t.Fatal("Parse() succeeded, want an error")
+			}
+			for name := range tt.env {
+				if name != "PASSWORD" && !strings.Contains(err.Error(), name) {
+					t.Errorf("error does not report %s: %q", name, err)
+				}
+			}
+			if strings.Contains(err.Error(), password) {
+				t.Errorf("error contains the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"positional argument", []string{"extra"}, []string{`unexpected argument "extra"`}},
+		{"unknown flag", []string{"--nope"}, []string{"nope"}},
+		{"invalid flag value", []string{"--redis-port", "70000"}, []string{"redis-port", "TCP port"}},
+		{"password flag without value", []string{"--redis-password"}, []string{"redis-password"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := options.Parse(tt.args, env(nil), io.Discard)
+			if err == nil {
+				t.Fatal("Parse() succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--redis-password", password, "--help"}} {
+		var out bytes.Buffer
+		_, err := options.Parse(args, env(map[string]string{"PASSWORD": password}), &out)
+		if !errors.Is(err, options.ErrHelp) {
+			t.Fatalf("Parse(%q) error = %v, want ErrHelp", args, err)
+		}
+		usage := out.String()
+		if strings.Contains(usage, password) {
+			t.Errorf("Parse(%q) usage contains the password:\n%s", args, usage)
+		}
+		flags := map[string]string{"kubeconfig": "KUBECONFIG"}
+		for _, s := range settings {
+			flags[s.flag] = s.env
+		}
+		for flag, envName := range flags {
+			re := regexp.MustCompile(`(?m)^  --` + flag + ` \S+\n +env ` + envName + `, default `)
+			if !re.MatchString(usage) {
+				t.Errorf("usage does not list --%s with env %s:\n%s", flag, envName, usage)
+			}
+		}
+		if n := strings.Count(usage, "\n  --"); n != len(flags) {
+			t.Errorf("usage lists %d flags, want %d", n, len(flags))
+		}
+		for _, line := range []string{
+			"env REDIS_HOST, default redis-stack-0.redis-service.watcher.svc.cluster.local",
+			"env PASSWORD, default none",
+			"env PRINT_TIME, default 100",
+			"env IGNORE_SECRET_NAMESPACES, default ingress-aws-lb-controller,istio-system,karpenter,kube-system,kubesphere-system",
+		} {
+			if !strings.Contains(usage, line) {
+				t.Errorf("usage lacks %q", line)
+			}
+		}
+	}
+}
