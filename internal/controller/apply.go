@@ -27,7 +27,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if p.Action == plan.None {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p))); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.HashKeyID))); err != nil {
 		return fmt.Errorf("patch %s: %w", key, err)
 	}
 	switch p.Action {
@@ -56,18 +56,18 @@ func describe(namespace string, c plan.Change) string {
 	return string(c.Ref.Kind) + " " + namespace + "/" + c.Ref.Name
 }
 
-// patchFor builds the JSON merge patch for p: the record on the workload's
-// metadata, the restart annotation on its pod template for a restart, and
-// the resourceVersion precondition.
-func patchFor(obj client.Object, p plan.Plan) []byte {
-	var record any = nil // Forget removes the annotation
+// patchFor builds the JSON merge patch for p: the record and the ID of its
+// hash key on the workload's metadata, the restart annotation on its pod
+// template for a restart, and the resourceVersion precondition.
+func patchFor(obj client.Object, p plan.Plan, hashKeyID string) []byte {
+	var record, key any = nil, nil // Forget removes the annotations
 	if p.Action != plan.Forget {
-		record = p.Record.String()
+		record, key = p.Record.String(), hashKeyID
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": obj.GetResourceVersion(),
-			"annotations":     map[string]any{plan.RecordAnnotation: record},
+			"annotations":     map[string]any{plan.RecordAnnotation: record, plan.HashKeyAnnotation: key},
 		},
 	}
 	if p.Action == plan.Restart {

@@ -103,9 +103,13 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 		r.invalidAnnotation(ctx, obj, err)
 	}
 	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {
-		if in.Recorded, err = plan.ParseRecord(s); err != nil {
+		switch in.Recorded, err = plan.ParseRecord(s); {
+		case err != nil:
 			log.Error(err, "Ignoring unreadable record; adopting the workload as new")
 			metrics.Errors.WithLabelValues("record").Inc()
+		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.HashKeyID:
+			log.Info("Record made with another hash key; adopting the workload as new")
+			in.Recorded = nil
 		}
 	}
 	for _, ref := range in.Refs {

@@ -27,7 +27,11 @@ import (
 
 // Run runs watcher with the given options until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Logger) error {
-	cacheOpts, err := CacheOptions(o)
+	hasher, err := loadHasher(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	cacheOpts, err := CacheOptions(o, hasher)
 	if err != nil {
 		return err
 	}
@@ -45,6 +49,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		RestartOnCreate: o.RestartOnCreate,
 		Coalesce:        o.Coalesce,
 		Workers:         o.Workers,
+		HashKeyID:       hasher.ID(),
 	})
 	if err != nil {
 		return err
@@ -65,7 +70,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 // CacheOptions returns the informer cache settings: ConfigMaps and Secrets
 // reduced to digests and filtered by namespace and label, workloads stripped
 // of what watcher does not read.
-func CacheOptions(o *options.Options) (cache.Options, error) {
+func CacheOptions(o *options.Options, h *hash.Hasher) (cache.Options, error) {
 	workloadSel, err := labels.Parse(o.WorkloadSelector)
 	if err != nil {
 		return cache.Options{}, fmt.Errorf("workload selector: %w", err)
@@ -75,8 +80,8 @@ func CacheOptions(o *options.Options) (cache.Options, error) {
 		return cache.Options{}, fmt.Errorf("config selector: %w", err)
 	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Transform: hash.TransformConfigMap, Label: configSel, Field: notIn(o.IgnoreConfigMapNamespaces)},
-		&corev1.Secret{}:    {Transform: hash.TransformSecret, Label: configSel, Field: notIn(o.IgnoreSecretNamespaces)},
+		&corev1.ConfigMap{}: {Transform: h.TransformConfigMap, Label: configSel, Field: notIn(o.IgnoreConfigMapNamespaces)},
+		&corev1.Secret{}:    {Transform: h.TransformSecret, Label: configSel, Field: notIn(o.IgnoreSecretNamespaces)},
 	}}
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
 		opts.ByObject[obj] = cache.ByObject{Transform: workload.Transform, Label: workloadSel}
@@ -88,6 +93,19 @@ func CacheOptions(o *options.Options) (cache.Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// loadHasher reads (or creates) the hash key in watcher's own namespace.
+func loadHasher(ctx context.Context, cfg *rest.Config, o *options.Options) (*hash.Hasher, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	key, err := hash.LoadKey(ctx, c, o.OwnNamespace(), o.HashKeySecret)
+	if err != nil {
+		return nil, fmt.Errorf("%w (watcher needs get and create on Secrets in its namespace %s)", err, o.OwnNamespace())
+	}
+	return hash.NewHasher(key), nil
 }
 
 // notIn selects objects outside the given namespaces.

@@ -96,6 +96,8 @@ type Config struct {
 	Workers int
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
+	// HashKeyID names the key of the hashes in the cache (hash.Hasher.ID).
+	HashKeyID string
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
 	// HeldRetry is how long to wait before looking again at a change whose

@@ -10,12 +10,18 @@
 // What is hashed: the keys and bytes of data and binaryData together (a key
 // cannot be in both), sorted by key. Nothing else (labels, annotations, type,
 // immutable) takes part, so a metadata-only edit leaves the digest unchanged.
+//
+// The hashes are keyed (HMAC-SHA256) with a secret key. They end up in
+// workload annotations, which many more people can read than Secrets; with a
+// plain hash, a weak Secret value ("admin") could be found by hashing guesses.
 package hash
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	stdhash "hash"
 	"slices"
 )
 
@@ -25,26 +31,44 @@ const KeyHashLen = 16
 
 // Digest is what watcher keeps of a ConfigMap's or Secret's content.
 type Digest struct {
-	// Sum is the hex SHA-256 of all keys and values.
+	// Sum is the hex HMAC-SHA256 of all keys and values.
 	Sum string
 	// Keys maps each key to a short hash of its value.
 	Keys map[string]string
 }
 
-// Of returns the digest of the given content. Either map may be nil.
-func Of(data map[string][]byte) Digest {
+// Hasher computes digests keyed with a secret key.
+type Hasher struct {
+	key []byte
+	id  string
+}
+
+// NewHasher returns a Hasher keyed with key.
+func NewHasher(key []byte) *Hasher {
+	id := sha256.Sum256(append([]byte("watcher hash key id\x00"), key...))
+	return &Hasher{key: slices.Clone(key), id: hex.EncodeToString(id[:])[:KeyHashLen]}
+}
+
+// ID names the key without revealing it. Records made with another key
+// cannot be compared with this Hasher's digests.
+func (h *Hasher) ID() string { return h.id }
+
+// Of returns the digest of the given content, which may be nil.
+func (h *Hasher) Of(data map[string][]byte) Digest {
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 
-	whole := sha256.New()
+	whole := hmac.New(sha256.New, h.key)
+	one := hmac.New(sha256.New, h.key)
 	d := Digest{Keys: make(map[string]string, len(keys))}
 	for _, k := range keys {
 		v := data[k]
-		sum := sha256.Sum256(v)
-		d.Keys[k] = hex.EncodeToString(sum[:])[:KeyHashLen]
+		one.Reset()
+		one.Write(v)
+		d.Keys[k] = hex.EncodeToString(one.Sum(nil))[:KeyHashLen]
 		writeField(whole, []byte(k))
 		writeField(whole, v)
 	}
@@ -54,7 +78,7 @@ func Of(data map[string][]byte) Digest {
 
 // writeField writes b with its length in front, so that no two different
 // key/value sequences feed the same bytes to the hash.
-func writeField(w interface{ Write([]byte) (int, error) }, b []byte) {
+func writeField(w stdhash.Hash, b []byte) {
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
 	_, _ = w.Write(n[:])

@@ -1,10 +1,12 @@
 package hash_test
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,10 +28,17 @@ func bytesOf(m map[string]string) map[string][]byte {
 	return out
 }
 
+// testKey keys the hasher every test uses.
+var (
+	testKey = []byte("0123456789abcdef-test-key")
+	hasher  = hash.NewHasher(testKey)
+)
+
 // keyHash is the per-key hash Of must produce, computed independently.
 func keyHash(v string) string {
-	s := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(s[:])[:hash.KeyHashLen]
+	m := hmac.New(sha256.New, testKey)
+	m.Write([]byte(v))
+	return hex.EncodeToString(m.Sum(nil))[:hash.KeyHashLen]
 }
 
 // wantSum is the Sum Of must produce for the given key, value, key, value...
@@ -41,8 +50,30 @@ func wantSum(fields ...string) string {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
 		buf = append(buf, f...)
 	}
-	s := sha256.Sum256(buf)
-	return hex.EncodeToString(s[:])
+	m := hmac.New(sha256.New, testKey)
+	m.Write(buf)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// TestKeyedHashes: another key gives other hashes and another ID, and the
+// hashes are not the plain SHA-256 anyone could compute from a guess.
+func TestKeyedHashes(t *testing.T) {
+	other := hash.NewHasher([]byte("another key, as long as it needs"))
+	data := bytesOf(map[string]string{"password": "admin"})
+	a, b := hasher.Of(data), other.Of(data)
+	if a.Sum == b.Sum || a.Keys["password"] == b.Keys["password"] {
+		t.Errorf("two keys gave the same digest: %+v", a)
+	}
+	if hasher.ID() == other.ID() || hasher.ID() != hash.NewHasher(testKey).ID() {
+		t.Errorf("IDs: %s, %s", hasher.ID(), other.ID())
+	}
+	plain := sha256.Sum256([]byte("admin"))
+	if a.Keys["password"] == hex.EncodeToString(plain[:])[:hash.KeyHashLen] {
+		t.Error("per-key hash is the unkeyed SHA-256 of the value")
+	}
+	if strings.Contains(hasher.ID(), hex.EncodeToString(testKey)[:8]) {
+		t.Error("the ID shows the key")
+	}
 }
 
 func TestOfKnownValues(t *testing.T) {
@@ -68,7 +99,7 @@ func TestOfKnownValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := hash.Of(tt.data)
+			got := hasher.Of(tt.data)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Of() mismatch (-want +got):\n%s", diff)
 			}
@@ -89,10 +120,10 @@ func TestOfStableUnderMapOrder(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
 		data[k] = "value of " + k
 	}
-	want := hash.Of(bytesOf(data))
+	want := hasher.Of(bytesOf(data))
 	for i := 0; i < 50; i++ {
 		// A fresh map each time: Go randomises iteration order.
-		if got := hash.Of(bytesOf(data)); !cmp.Equal(want, got) {
+		if got := hasher.Of(bytesOf(data)); !cmp.Equal(want, got) {
 			t.Fatalf("Of() of the same content differs between calls:\n%s", cmp.Diff(want, got))
 		}
 	}
@@ -113,10 +144,10 @@ func TestOfSumChanges(t *testing.T) {
 		{"all removed", map[string]string{}},
 		{"key and value boundary moved", map[string]string{"a1": "", "b": "2"}},
 	}
-	want := hash.Of(bytesOf(base)).Sum
+	want := hasher.Of(bytesOf(base)).Sum
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := hash.Of(bytesOf(tt.other)).Sum; got == want {
+			if got := hasher.Of(bytesOf(tt.other)).Sum; got == want {
 				t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", tt.other, base, got)
 			}
 		})
@@ -133,15 +164,15 @@ func TestOfLengthPrefix(t *testing.T) {
 		{map[string]string{"": "ab"}, map[string]string{"a": "b"}},
 	}
 	for _, p := range pairs {
-		if x, y := hash.Of(bytesOf(p.a)).Sum, hash.Of(bytesOf(p.b)).Sum; x == y {
+		if x, y := hasher.Of(bytesOf(p.a)).Sum, hasher.Of(bytesOf(p.b)).Sum; x == y {
 			t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", p.a, p.b, x)
 		}
 	}
 }
 
 func TestOfKeyHashes(t *testing.T) {
-	old := hash.Of(bytesOf(map[string]string{"a": "1", "b": "2", "c": "same"}))
-	cur := hash.Of(bytesOf(map[string]string{"a": "1", "b": "changed", "c": "same"}))
+	old := hasher.Of(bytesOf(map[string]string{"a": "1", "b": "2", "c": "same"}))
+	cur := hasher.Of(bytesOf(map[string]string{"a": "1", "b": "changed", "c": "same"}))
 	if old.Keys["a"] != cur.Keys["a"] || old.Keys["c"] != cur.Keys["c"] {
 		t.Errorf("hashes of unchanged keys differ: %v, %v", old.Keys, cur.Keys)
 	}
@@ -191,7 +222,7 @@ func TestShort(t *testing.T) {
 		{"abc", "abc"},
 		{"01234567", "01234567"},
 		{"012345678", "01234567"},
-		{hash.Of(nil).Sum, "e3b0c442"},
+		{"e3b0c44298fc1c149afbf4c8996fb924", "e3b0c442"},
 	}
 	for _, tt := range tests {
 		if got := hash.Short(tt.in); got != tt.want {

@@ -21,7 +21,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // TransformConfigMap is a cache transform that replaces a ConfigMap's data
 // and binaryData with their digest (see FromObject).
-func TransformConfigMap(obj any) (any, error) {
+func (h *Hasher) TransformConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok || digested(cm.Annotations) {
 		return obj, nil
@@ -33,7 +33,7 @@ func TransformConfigMap(obj any) (any, error) {
 	for k, v := range cm.BinaryData {
 		data[k] = v
 	}
-	d := Of(data)
+	d := h.Of(data)
 	cm.Data, cm.BinaryData = d.Keys, nil
 	stripMetadata(cm, d.Sum)
 	return cm, nil
@@ -41,12 +41,12 @@ func TransformConfigMap(obj any) (any, error) {
 
 // TransformSecret is a cache transform that replaces a Secret's data with its
 // digest (see FromObject).
-func TransformSecret(obj any) (any, error) {
+func (h *Hasher) TransformSecret(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok || digested(s.Annotations) {
 		return obj, nil
 	}
-	d := Of(s.Data)
+	d := h.Of(s.Data)
 	s.Data = make(map[string][]byte, len(d.Keys))
 	for k, h := range d.Keys {
 		s.Data[k] = []byte(h)
@@ -57,8 +57,8 @@ func TransformSecret(obj any) (any, error) {
 }
 
 var (
-	_ toolscache.TransformFunc = TransformConfigMap
-	_ toolscache.TransformFunc = TransformSecret
+	_ toolscache.TransformFunc = (*Hasher)(nil).TransformConfigMap
+	_ toolscache.TransformFunc = (*Hasher)(nil).TransformSecret
 )
 
 func digested(annotations map[string]string) bool {

@@ -88,7 +88,7 @@ func TestTransformConfigMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := hash.TransformConfigMap(tt.in)
+			got, err := hasher.TransformConfigMap(tt.in)
 			if err != nil {
 				t.Fatalf("TransformConfigMap() error: %v", err)
 			}
@@ -132,7 +132,7 @@ func TestTransformSecret(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := hash.TransformSecret(tt.in)
+			got, err := hasher.TransformSecret(tt.in)
 			if err != nil {
 				t.Fatalf("TransformSecret() error: %v", err)
 			}
@@ -152,8 +152,8 @@ func TestTransformIdempotent(t *testing.T) {
 		obj  any
 		copy func(any) any
 	}{
-		{"configmap", hash.TransformConfigMap, cmObj, func(o any) any { return o.(*corev1.ConfigMap).DeepCopy() }},
-		{"secret", hash.TransformSecret, secObj, func(o any) any { return o.(*corev1.Secret).DeepCopy() }},
+		{"configmap", hasher.TransformConfigMap, cmObj, func(o any) any { return o.(*corev1.ConfigMap).DeepCopy() }},
+		{"secret", hasher.TransformSecret, secObj, func(o any) any { return o.(*corev1.Secret).DeepCopy() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			once, err := tc.fn(tc.obj)
@@ -188,7 +188,7 @@ func TestTransformSecretLeaksNothing(t *testing.T) {
 		Data:       map[string][]byte{"password": []byte(password)},
 		StringData: map[string]string{"password": password},
 	}
-	got, err := hash.TransformSecret(s)
+	got, err := hasher.TransformSecret(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +204,9 @@ func TestTransformSecretLeaksNothing(t *testing.T) {
 }
 
 func TestTransformConfigMapDataAndBinaryDataAgree(t *testing.T) {
-	text, _ := hash.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v", "l": "w"}})
-	binary, _ := hash.TransformConfigMap(&corev1.ConfigMap{BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
-	mixed, _ := hash.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"l": []byte("w")}})
+	text, _ := hasher.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v", "l": "w"}})
+	binary, _ := hasher.TransformConfigMap(&corev1.ConfigMap{BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
+	mixed, _ := hasher.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"l": []byte("w")}})
 	want, err := hash.FromObject(text)
 	if err != nil {
 		t.Fatal(err)
@@ -224,9 +224,9 @@ func TestTransformConfigMapDataAndBinaryDataAgree(t *testing.T) {
 
 func TestFromObjectRoundTrip(t *testing.T) {
 	content := map[string]string{"a": "1", "b": "two", "c": ""}
-	want := hash.Of(bytesOf(content))
-	cmObj, _ := hash.TransformConfigMap(&corev1.ConfigMap{ObjectMeta: meta(nil), Data: content})
-	secObj, _ := hash.TransformSecret(&corev1.Secret{ObjectMeta: meta(nil), Data: bytesOf(content)})
+	want := hasher.Of(bytesOf(content))
+	cmObj, _ := hasher.TransformConfigMap(&corev1.ConfigMap{ObjectMeta: meta(nil), Data: content})
+	secObj, _ := hasher.TransformSecret(&corev1.Secret{ObjectMeta: meta(nil), Data: bytesOf(content)})
 	for name, obj := range map[string]any{"configmap": cmObj, "secret": secObj} {
 		got, err := hash.FromObject(obj)
 		if err != nil {
@@ -280,12 +280,12 @@ func TestTransformOtherTypesUnchanged(t *testing.T) {
 		obj  any
 		want any
 	}{
-		{"pod to configmap transform", hash.TransformConfigMap, pod, pod.DeepCopy()},
-		{"pod to secret transform", hash.TransformSecret, pod, pod.DeepCopy()},
-		{"secret to configmap transform", hash.TransformConfigMap, secret, secret.DeepCopy()},
-		{"configmap to secret transform", hash.TransformSecret, configMap, configMap.DeepCopy()},
-		{"tombstone", hash.TransformConfigMap, tombstone, toolscache.DeletedFinalStateUnknown{Key: "ns/app", Obj: configMap.DeepCopy()}},
-		{"nil", hash.TransformSecret, nil, nil},
+		{"pod to configmap transform", hasher.TransformConfigMap, pod, pod.DeepCopy()},
+		{"pod to secret transform", hasher.TransformSecret, pod, pod.DeepCopy()},
+		{"secret to configmap transform", hasher.TransformConfigMap, secret, secret.DeepCopy()},
+		{"configmap to secret transform", hasher.TransformSecret, configMap, configMap.DeepCopy()},
+		{"tombstone", hasher.TransformConfigMap, tombstone, toolscache.DeletedFinalStateUnknown{Key: "ns/app", Obj: configMap.DeepCopy()}},
+		{"nil", hasher.TransformSecret, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

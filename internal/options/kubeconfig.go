@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -46,4 +47,19 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 	cfg.UserAgent = "watcher"
 	return cfg, nil
+}
+
+// serviceAccountNamespace is where Kubernetes mounts the pod's namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// OwnNamespace returns watcher's own namespace: Namespace if set, else the
+// pod's namespace when running in a cluster, else "default".
+func (o *Options) OwnNamespace() string {
+	if o.Namespace != "" {
+		return o.Namespace
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
 }

@@ -66,6 +66,13 @@ type Options struct {
 	QPS   float64
 	Burst int
 
+	// Namespace is watcher's own namespace, holding its Lease and its hash
+	// key; empty: the pod's namespace in a cluster, else "default".
+	Namespace string
+	// HashKeySecret names the Secret holding the key of the hashes watcher
+	// records on workloads.
+	HashKeySecret string
+
 	// Redis is the connection used by the redis lock backend.
 	Redis Redis
 	// LockExpiration is the longest a Redis lock lives.
@@ -103,6 +110,7 @@ func Defaults() *Options {
 			SocketTimeout: 5 * time.Second,
 		},
 		LockExpiration: 300 * time.Second,
+		HashKeySecret:  "watcher-hash-key",
 	}
 }
 
@@ -138,6 +146,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
 	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")
 	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
+
+	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: the pod's namespace in a cluster, else default")
+	bind((*stringValue)(&o.HashKeySecret), "hash-key-secret", "HASH_KEY_SECRET", "Secret (in watcher's namespace) holding the key of the recorded hashes; created if missing")
 
 	bind((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
 	bind(intRange{&o.Redis.Port, 1, 65535, "a TCP port"}, "redis-port", "REDIS_PORT", "Redis port")

@@ -49,6 +49,7 @@ func defaults() *options.Options {
 			SocketTimeout: 5 * time.Second,
 		},
 		LockExpiration: 300 * time.Second,
+		HashKeySecret:  "watcher-hash-key",
 	}
 }
 
@@ -106,6 +107,8 @@ var settings = []struct {
 	{"LOG_LEVEL", "log-level", "debug", func(o *options.Options) { o.LogLevel = "debug" }},
 	{"KUBE_API_QPS", "kube-api-qps", "12.5", func(o *options.Options) { o.QPS = 12.5 }},
 	{"KUBE_API_BURST", "kube-api-burst", "7", func(o *options.Options) { o.Burst = 7 }},
+	{"POD_NAMESPACE", "lease-namespace", "watcher", func(o *options.Options) { o.Namespace = "watcher" }},
+	{"HASH_KEY_SECRET", "hash-key-secret", "my-key", func(o *options.Options) { o.HashKeySecret = "my-key" }},
 	{"REDIS_HOST", "redis-host", "10.0.0.7", func(o *options.Options) { o.Redis.Host = "10.0.0.7" }},
 	{"REDIS_PORT", "redis-port", "6380", func(o *options.Options) { o.Redis.Port = 6380 }},
 	{"DB", "redis-db", "3", func(o *options.Options) { o.Redis.DB = 3 }},

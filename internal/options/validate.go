@@ -51,6 +51,14 @@ func (o *Options) Validate() error {
 			bad(a.flag, a.env, `want host:port, :port or "0": %v`, err)
 		}
 	}
+	if o.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			bad("lease-namespace", "POD_NAMESPACE", "%q is not a namespace name: %s", o.Namespace, msgs[0])
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.HashKeySecret); len(msgs) > 0 {
+		bad("hash-key-secret", "HASH_KEY_SECRET", "%q is not a Secret name: %s", o.HashKeySecret, msgs[0])
+	}
 	if strings.TrimSpace(o.Redis.Host) == "" {
 		bad("redis-host", "REDIS_HOST", "want a host name or address")
 	}

@@ -16,6 +16,10 @@ const (
 	// every restart. Being derived from the hashes alone, writing it twice
 	// for the same configuration changes nothing and rolls nothing.
 	RestartAnnotation = "watcher.dev/restarted-for"
+	// HashKeyAnnotation, on the workload's metadata, names the key the
+	// record's hashes were made with (hash.Hasher.ID). A record made with
+	// another key cannot be compared and is adopted again.
+	HashKeyAnnotation = "watcher.dev/hash-key"
 )
 
 // Record is what a workload's pods were started with: for each ConfigMap or

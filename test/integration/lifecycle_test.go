@@ -160,3 +160,29 @@ func TestMalformedAnnotationIsReported(t *testing.T) {
 		return warnings
 	}, wait).ShouldNot(BeEmpty())
 }
+
+// TestNewHashKeyAdoptsAgain: a record made with another hash key (the key
+// Secret was lost) cannot be compared; the workload is adopted again rather
+// than restarted, and later changes restart it as usual.
+func TestNewHashKeyAdoptsAgain(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	dep := track(t, deployment(ns, "web", envFrom("cfg", "")))
+	w := startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "web", corev1.PodSpec{}))
+	keyID := fetch(t, deployment(ns, "web", corev1.PodSpec{})).Annotations[plan.HashKeyAnnotation]
+	NewWithT(t).Expect(keyID).To(MatchRegexp(`^[0-9a-f]{16}$`))
+
+	edit(t, deployment(ns, "web", corev1.PodSpec{}), func(d *appsv1.Deployment) {
+		d.Annotations[plan.HashKeyAnnotation] = "0000000000000000"
+	})
+	waitLog(t, w, "Record made with another hash key", ns+"/web")
+	NewWithT(t).Eventually(func() string {
+		return fetch(t, deployment(ns, "web", corev1.PodSpec{})).Annotations[plan.HashKeyAnnotation]
+	}, wait).Should(Equal(keyID))
+	stayRollouts(t, dep, 0)
+	setConfigMap(t, cm, "a", "2")
+	waitRollouts(t, dep, 1)
+}
