@@ -30,19 +30,24 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 	held, outcome, err := r.Config.Locker.Acquire(ctx, req.String())
 	switch {
 	case err != nil:
+		metrics.LockAcquisitions.WithLabelValues("error").Inc()
 		metrics.Errors.WithLabelValues("lock").Inc()
+		log.Error(err, "Cannot take the lock of the change; retrying with backoff")
 		return reconcile.Result{}, err
 	case outcome == lock.Done:
+		metrics.LockAcquisitions.WithLabelValues("done").Inc()
 		log.V(1).Info("Change processed by another replica")
 		return reconcile.Result{}, nil
 	case outcome == lock.Held:
+		metrics.LockAcquisitions.WithLabelValues("held").Inc()
 		log.V(1).Info("Change locked by another replica; looking again later")
 		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
 	}
+	metrics.LockAcquisitions.WithLabelValues("acquired").Inc()
 	err = r.changeUsers(ctx, req)
 	if rerr := held.Release(ctx, err == nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()
-		log.Error(rerr, "Cannot release lock; it expires by itself")
+		log.Error(rerr, "Cannot release the lock of the change")
 	}
 	return reconcile.Result{}, err
 }

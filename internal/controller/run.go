@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,35 +36,53 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
+	locker, err := newLocker(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	lease := o.Lock == options.LockLease
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger:                 log,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress: o.HealthAddr,
+		Logger:                        log,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                lease,
+		LeaderElectionID:              o.Lease.Name,
+		LeaderElectionNamespace:       o.OwnNamespace(),
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.Lease.Duration,
+		RenewDeadline:                 &o.Lease.RenewDeadline,
+		RetryPeriod:                   &o.Lease.RetryPeriod,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	err = Setup(ctx, mgr, Config{
-		Annotation:      o.Annotation,
-		RestartOnCreate: o.RestartOnCreate,
-		Coalesce:        o.Coalesce,
-		Workers:         o.Workers,
-		HashKeyID:       hasher.ID(),
+		Annotation:         o.Annotation,
+		RestartOnCreate:    o.RestartOnCreate,
+		Coalesce:           o.Coalesce,
+		Workers:            o.Workers,
+		HashKeyID:          hasher.ID(),
+		NeedLeaderElection: lease,
+		Locker:             locker,
 	})
 	if err != nil {
 		return err
 	}
 	synced := &syncedCheck{cache: mgr.GetCache()}
+	monitor := &lockMonitor{locker: locker, interval: 2 * time.Second, log: log}
 	if err := errors.Join(
 		mgr.Add(synced),
+		mgr.Add(monitor),
+		mgr.Add(leaderGauge{needLeader: lease}),
 		mgr.Add(&reporter{cache: mgr.GetCache(), opts: o, log: log}),
 		mgr.AddHealthzCheck("ping", healthz.Ping),
 		mgr.AddReadyzCheck("caches", synced.Check),
+		mgr.AddReadyzCheck("lock", monitor.Check),
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}
-	log.Info("Starting watcher", "namespaces", o.Namespaces, "metricsAddr", o.MetricsAddr, "healthAddr", o.HealthAddr)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", o.MetricsAddr, "healthAddr", o.HealthAddr)
 	return mgr.Start(ctx)
 }
 

@@ -44,6 +44,27 @@ var (
 		Help: "Errors, by operation.",
 	}, []string{"operation"})
 
+	// LockAcquisitions counts attempts to take the lock of a change, by
+	// outcome: acquired, held (another replica has it: contention), done
+	// (another replica processed it) or error (the lock backend failed).
+	LockAcquisitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_lock_acquisitions_total",
+		Help: "Attempts to take the lock of a change, by outcome (acquired, held, done, error).",
+	}, []string{"outcome"})
+
+	// LockBackendUp is 1 while the lock backend answers, 0 while it does not.
+	LockBackendUp = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "watcher_lock_backend_up",
+		Help: "1 while the lock backend (Redis in the redis mode) answers, else 0.",
+	})
+
+	// Leader is 1 while this replica processes changes: the leader in the
+	// lease mode, always in the redis and none modes.
+	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "watcher_leader",
+		Help: "1 while this replica processes changes (the leader, in the lease mode), else 0.",
+	})
+
 	// Watched is the number of objects in watcher's caches, by kind.
 	Watched = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "watcher_watched_objects",
@@ -52,5 +73,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, Watched)
+	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, LockAcquisitions, LockBackendUp, Leader, Watched)
 }

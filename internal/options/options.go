@@ -73,10 +73,31 @@ type Options struct {
 	// records on workloads.
 	HashKeySecret string
 
+	// Lock is how replicas share the work: "lease" (leader election),
+	// "redis" (all active, a Redis lock per change) or "none".
+	Lock string
+	// Lease holds the leader-election settings of the lease mode.
+	Lease Lease
+
 	// Redis is the connection used by the redis lock backend.
 	Redis Redis
 	// LockExpiration is the longest a Redis lock lives.
 	LockExpiration time.Duration
+}
+
+// The lock modes.
+const (
+	LockLease = "lease"
+	LockRedis = "redis"
+	LockNone  = "none"
+)
+
+// Lease holds the leader-election settings.
+type Lease struct {
+	Name          string
+	Duration      time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 }
 
 // Redis holds the Redis connection settings.
@@ -87,6 +108,16 @@ type Redis struct {
 	Username      string
 	Password      string
 	SocketTimeout time.Duration
+	// TLS turns TLS on; CAFile (PEM) replaces the system roots and
+	// ServerName the name checked in the certificate.
+	TLS           bool
+	TLSCAFile     string
+	TLSServerName string
+	// SentinelMaster, when set, finds the master through the Sentinels at
+	// SentinelAddrs instead of connecting to Host:Port.
+	SentinelMaster   string
+	SentinelAddrs    []string
+	SentinelPassword string
 }
 
 // Defaults returns the options watcher runs with when nothing is set.
@@ -111,6 +142,8 @@ func Defaults() *Options {
 		},
 		LockExpiration: 300 * time.Second,
 		HashKeySecret:  "watcher-hash-key",
+		Lock:           LockLease,
+		Lease:          Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
@@ -150,6 +183,12 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: the pod's namespace in a cluster, else default")
 	bind((*stringValue)(&o.HashKeySecret), "hash-key-secret", "HASH_KEY_SECRET", "Secret (in watcher's namespace) holding the key of the recorded hashes; created if missing")
 
+	bind(oneOf{&o.Lock, []string{LockLease, LockRedis, LockNone}}, "lock", "LOCK_BACKEND", "how replicas share the work: lease (one leader), redis (all active, a lock per change) or none (one replica); default: redis if REDIS_HOST is set, else lease")
+	bind((*stringValue)(&o.Lease.Name), "lease-name", "LEASE_NAME", "name of the leader-election Lease")
+	bind(duration{&o.Lease.Duration}, "lease-duration", "LEASE_DURATION", "how long standbys wait before taking over a Lease that is not renewed")
+	bind(duration{&o.Lease.RenewDeadline}, "lease-renew-deadline", "LEASE_RENEW_DEADLINE", "how long the leader keeps trying to renew before it gives up leading")
+	bind(duration{&o.Lease.RetryPeriod}, "lease-retry-period", "LEASE_RETRY_PERIOD", "how often leader-election actions are tried")
+
 	bind((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
 	bind(intRange{&o.Redis.Port, 1, 65535, "a TCP port"}, "redis-port", "REDIS_PORT", "Redis port")
 	bind(intRange{&o.Redis.DB, 0, 1 << 20, "a Redis database number"}, "redis-db", "DB", "Redis database number")
@@ -157,6 +196,13 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(secret{&o.Redis.Password}, "redis-password", "PASSWORD", "Redis password")
 	bind(seconds{&o.Redis.SocketTimeout, 1}, "redis-socket-timeout", "REDIS_SOCKET_TIMEOUT", "Redis read/write timeout in seconds")
 	bind(seconds{&o.LockExpiration, 1}, "lock-expiration-time", "LOCK_EXPIRATION_TIME", "longest a Redis lock lives, in seconds")
+	bind(boolean{&o.Redis.TLS}, "redis-tls", "REDIS_TLS", "connect to Redis over TLS")
+	fs.Lookup("redis-tls").NoOptDefVal = "true"
+	bind((*stringValue)(&o.Redis.TLSCAFile), "redis-tls-ca-file", "REDIS_TLS_CA_FILE", "PEM file of the CAs that sign Redis's certificate; none: the system's")
+	bind((*stringValue)(&o.Redis.TLSServerName), "redis-tls-server-name", "REDIS_TLS_SERVER_NAME", "name to check in Redis's certificate; none: the host")
+	bind((*stringValue)(&o.Redis.SentinelMaster), "redis-sentinel-master", "REDIS_SENTINEL_MASTER", "Sentinel master name; set to find Redis through Sentinel")
+	bind(list{&o.Redis.SentinelAddrs}, "redis-sentinel-addrs", "REDIS_SENTINEL_ADDRS", "Sentinel host:port list (comma-separated)")
+	bind(secret{&o.Redis.SentinelPassword}, "redis-sentinel-password", "REDIS_SENTINEL_PASSWORD", "Sentinel password")
 }
 
 // stringValue is a plain string flag.
@@ -210,6 +256,12 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 			}
 		}
 	})
+	// Existing deployments of this design set only the Redis variables.
+	if _, lockSet := getenv("LOCK_BACKEND"); !lockSet && !fs.Changed("lock") {
+		if _, ok := getenv("REDIS_HOST"); ok || fs.Changed("redis-host") {
+			o.Lock = LockRedis
+		}
+	}
 	if err := errors.Join(append(errs, o.Validate())...); err != nil {
 		return nil, err
 	}

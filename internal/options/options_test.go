@@ -50,6 +50,8 @@ func defaults() *options.Options {
 		},
 		LockExpiration: 300 * time.Second,
 		HashKeySecret:  "watcher-hash-key",
+		Lock:           "lease",
+		Lease:          options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
@@ -109,7 +111,16 @@ var settings = []struct {
 	{"KUBE_API_BURST", "kube-api-burst", "7", func(o *options.Options) { o.Burst = 7 }},
 	{"POD_NAMESPACE", "lease-namespace", "watcher", func(o *options.Options) { o.Namespace = "watcher" }},
 	{"HASH_KEY_SECRET", "hash-key-secret", "my-key", func(o *options.Options) { o.HashKeySecret = "my-key" }},
-	{"REDIS_HOST", "redis-host", "10.0.0.7", func(o *options.Options) { o.Redis.Host = "10.0.0.7" }},
+	{"LOCK_BACKEND", "lock", "none", func(o *options.Options) { o.Lock = "none" }},
+	{"LEASE_NAME", "lease-name", "my-watcher", func(o *options.Options) { o.Lease.Name = "my-watcher" }},
+	{"LEASE_DURATION", "lease-duration", "30s", func(o *options.Options) { o.Lease.Duration = 30 * time.Second }},
+	{"LEASE_RENEW_DEADLINE", "lease-renew-deadline", "5s", func(o *options.Options) { o.Lease.RenewDeadline = 5 * time.Second }},
+	{"LEASE_RETRY_PERIOD", "lease-retry-period", "1s", func(o *options.Options) { o.Lease.RetryPeriod = time.Second }},
+	{"REDIS_HOST", "redis-host", "10.0.0.7", func(o *options.Options) { o.Redis.Host = "10.0.0.7"; o.Lock = "redis" }},
+	{"REDIS_TLS", "redis-tls", "true", func(o *options.Options) { o.Redis.TLS = true }},
+	{"REDIS_TLS_CA_FILE", "redis-tls-ca-file", "/dev/null", func(o *options.Options) { o.Redis.TLSCAFile = "/dev/null" }},
+	{"REDIS_TLS_SERVER_NAME", "redis-tls-server-name", "redis.example", func(o *options.Options) { o.Redis.TLSServerName = "redis.example" }},
+	{"REDIS_SENTINEL_PASSWORD", "redis-sentinel-password", "pw", func(o *options.Options) { o.Redis.SentinelPassword = "pw" }},
 	{"REDIS_PORT", "redis-port", "6380", func(o *options.Options) { o.Redis.Port = 6380 }},
 	{"DB", "redis-db", "3", func(o *options.Options) { o.Redis.DB = 3 }},
 	{"USERNAME", "redis-username", "watcher", func(o *options.Options) { o.Redis.Username = "watcher" }},
@@ -323,7 +334,8 @@ func TestHelp(t *testing.T) {
 		if strings.Contains(usage, password) {
 			t.Errorf("Parse(%q) usage contains the password:\n%s", args, usage)
 		}
-		flags := map[string]string{"kubeconfig": "KUBECONFIG"}
+		flags := map[string]string{"kubeconfig": "KUBECONFIG",
+			"redis-sentinel-master": "REDIS_SENTINEL_MASTER", "redis-sentinel-addrs": "REDIS_SENTINEL_ADDRS"}
 		for _, s := range settings {
 			flags[s.flag] = s.env
 		}
@@ -346,5 +358,54 @@ func TestHelp(t *testing.T) {
 				t.Errorf("usage lacks %q", line)
 			}
 		}
+	}
+}
+
+// TestLockModeDefault: REDIS_HOST alone (existing deployments of this
+// design) selects the redis mode; --lock or LOCK_BACKEND win over it.
+func TestLockModeDefault(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"nothing set", nil, nil, "lease"},
+		{"REDIS_HOST set", nil, map[string]string{"REDIS_HOST": "redis"}, "redis"},
+		{"REDIS_HOST set empty-handed", nil, map[string]string{"REDIS_HOST": "redis", "REDIS_PORT": "6380"}, "redis"},
+		{"only REDIS_PORT", nil, map[string]string{"REDIS_PORT": "6380"}, "lease"},
+		{"--redis-host", []string{"--redis-host=redis"}, nil, "redis"},
+		{"--lock wins", []string{"--lock=lease"}, map[string]string{"REDIS_HOST": "redis"}, "lease"},
+		{"LOCK_BACKEND wins", nil, map[string]string{"REDIS_HOST": "redis", "LOCK_BACKEND": "none"}, "none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := options.Parse(tt.args, env(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Lock != tt.want {
+				t.Errorf("Lock = %q, want %q", o.Lock, tt.want)
+			}
+		})
+	}
+}
+
+func TestSentinelAndLeaseValidation(t *testing.T) {
+	for name, e := range map[string]map[string]string{
+		"master without addresses":  {"REDIS_SENTINEL_MASTER": "mymaster"},
+		"addresses without master":  {"REDIS_SENTINEL_ADDRS": "s1:26379"},
+		"address without port":      {"REDIS_SENTINEL_MASTER": "m", "REDIS_SENTINEL_ADDRS": "s1"},
+		"renew deadline > duration": {"LEASE_RENEW_DEADLINE": "20s"},
+		"retry period > renew":      {"LEASE_RETRY_PERIOD": "11s"},
+		"missing CA file":           {"REDIS_TLS_CA_FILE": "/nonexistent/ca.pem"},
+		"invalid lease name":        {"LEASE_NAME": "Not_A_Name"},
+		"invalid lock":              {"LOCK_BACKEND": "zookeeper"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := options.Parse(nil, env(e), io.Discard); err == nil {
+				t.Errorf("%v: no error", e)
+			}
+		})
 	}
 }

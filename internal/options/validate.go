@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,25 @@ func (o *Options) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.HashKeySecret); len(msgs) > 0 {
 		bad("hash-key-secret", "HASH_KEY_SECRET", "%q is not a Secret name: %s", o.HashKeySecret, msgs[0])
+	}
+	if l := o.Lease; l.RetryPeriod <= 0 || l.RetryPeriod >= l.RenewDeadline || l.RenewDeadline >= l.Duration {
+		bad("lease-duration", "LEASE_DURATION", "want 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)", l.RetryPeriod, l.RenewDeadline, l.Duration)
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.Lease.Name); len(msgs) > 0 {
+		bad("lease-name", "LEASE_NAME", "%q is not a Lease name: %s", o.Lease.Name, msgs[0])
+	}
+	if (o.Redis.SentinelMaster == "") != (len(o.Redis.SentinelAddrs) == 0) {
+		bad("redis-sentinel-master", "REDIS_SENTINEL_MASTER", "set it together with --redis-sentinel-addrs (REDIS_SENTINEL_ADDRS)")
+	}
+	for _, a := range o.Redis.SentinelAddrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("redis-sentinel-addrs", "REDIS_SENTINEL_ADDRS", "want host:port: %v", err)
+		}
+	}
+	if o.Redis.TLSCAFile != "" {
+		if _, err := os.Stat(o.Redis.TLSCAFile); err != nil {
+			bad("redis-tls-ca-file", "REDIS_TLS_CA_FILE", "cannot read it: %v", err)
+		}
 	}
 	if strings.TrimSpace(o.Redis.Host) == "" {
 		bad("redis-host", "REDIS_HOST", "want a host name or address")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/test/observe"
 )
 
 func statefulSet(ns, name string, spec corev1.PodSpec) *appsv1.StatefulSet {
@@ -39,7 +40,7 @@ func TestAdoptionThenDowntimeChange(t *testing.T) {
 		statefulSet(ns, "sts", envFrom("cfg", "")),
 		daemonSet(ns, "ds", envFrom("cfg", "")),
 	}
-	var trs []*tracker
+	var trs []*observe.Tracker
 	for _, o := range objs {
 		trs = append(trs, track(t, o))
 	}
@@ -52,10 +53,9 @@ func TestAdoptionThenDowntimeChange(t *testing.T) {
 
 	setConfigMap(t, cm, "a", "2")
 	w = startWatcher(t, ns)
-	for i, o := range objs {
-		waitRollouts(t, trs[i], 1)
-		kind, _ := kindOf(t, o)
-		waitLog(t, w, fmt.Sprintf("restarted %s %s/%s because ConfigMap %s/cfg changed (keys: a)", kind, ns, o.GetName(), ns))
+	for _, tr := range trs {
+		waitRollouts(t, tr, 1)
+		waitLog(t, w, fmt.Sprintf("restarted %s because ConfigMap %s/cfg changed (keys: a)", tr.Name, ns))
 	}
 	// A third start finds everything up to date.
 	w.Stop()
@@ -75,7 +75,7 @@ func TestRacingInstancesRestartOnce(t *testing.T) {
 	cm := configMap(ns, "cfg", map[string]string{"a": "0"})
 	create(t, cm)
 	const workloads, changes = 5, 5
-	var trs []*tracker
+	var trs []*observe.Tracker
 	for i := range workloads {
 		trs = append(trs, track(t, deployment(ns, fmt.Sprintf("web-%d", i), envFrom("cfg", ""))))
 	}

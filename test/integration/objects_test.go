@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/test/observe"
 )
 
 var ctx = context.Background()
@@ -118,16 +119,16 @@ func waitAdopted(t *testing.T, w client.Object) {
 }
 
 // waitRollouts waits until the tracked workload has been rolled n times.
-func waitRollouts(t *testing.T, tr *tracker, n int) {
+func waitRollouts(t *testing.T, tr *observe.Tracker, n int) {
 	t.Helper()
-	NewWithT(t).Eventually(tr.Rollouts, wait, 10*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.name)
+	NewWithT(t).Eventually(tr.Count, wait, 10*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.Name)
 }
 
 // stayRollouts checks that the tracked workload stays at n rollouts for a
 // while.
-func stayRollouts(t *testing.T, tr *tracker, n int) {
+func stayRollouts(t *testing.T, tr *observe.Tracker, n int) {
 	t.Helper()
-	NewWithT(t).Consistently(tr.Rollouts, quiet, 20*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.name)
+	NewWithT(t).Consistently(tr.Count, quiet, 20*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.Name)
 }
 
 // waitLog waits until w has logged a line containing every one of subs.

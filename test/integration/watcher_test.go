@@ -27,6 +27,7 @@ func startWatcher(t *testing.T, ns string, modify ...func(*options.Options)) *in
 	o.Namespaces = []string{ns}
 	o.Coalesce = 0
 	o.PrintInterval = 0
+	o.Lock = options.LockNone // every instance active; the lock modes have their own tests
 	o.MetricsAddr = "0"
 	o.HealthAddr = freeAddr(t)
 	for _, m := range modify {

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/options"
+)
+
+// newLocker returns the Locker of the lock mode. In the redis mode it checks
+// Redis once: wrong credentials stop watcher (retrying cannot cure them); an
+// unreachable Redis does not (watcher starts not ready, and changes wait).
+func newLocker(ctx context.Context, o *options.Options, log logr.Logger) (lock.Locker, error) {
+	if o.Lock != options.LockRedis {
+		return lock.Local{}, nil
+	}
+	cfg, err := redisConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	l := lock.NewRedis(cfg)
+	cctx, cancel := context.WithTimeout(ctx, o.Redis.SocketTimeout)
+	defer cancel()
+	err = l.Check(cctx)
+	switch {
+	case lock.IsAuthError(err):
+		return nil, fmt.Errorf("%w: check USERNAME and PASSWORD", err)
+	case err != nil:
+		log.Error(err, "Redis unreachable; starting not ready, changes wait until it answers", "redis", cfg.Addr)
+	}
+	return l, nil
+}
+
+func redisConfig(o *options.Options) (lock.RedisConfig, error) {
+	r := o.Redis
+	host, _ := os.Hostname()
+	cfg := lock.RedisConfig{
+		Addr: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), DB: r.DB, Username: r.Username, Password: r.Password,
+		Timeout: r.SocketTimeout, SentinelMaster: r.SentinelMaster, SentinelAddrs: r.SentinelAddrs, SentinelPassword: r.SentinelPassword,
+		TTL: o.LockExpiration, DoneTTL: max(time.Hour, 2*o.LockExpiration), Replica: host,
+	}
+	if r.TLS {
+		cfg.TLS = &tls.Config{ServerName: r.TLSServerName, MinVersion: tls.VersionTLS12}
+		if r.TLSCAFile != "" {
+			pem, err := os.ReadFile(r.TLSCAFile)
+			if err != nil {
+				return cfg, fmt.Errorf("read REDIS_TLS_CA_FILE: %w", err)
+			}
+			cfg.TLS.RootCAs = x509.NewCertPool()
+			if !cfg.TLS.RootCAs.AppendCertsFromPEM(pem) {
+				return cfg, fmt.Errorf("REDIS_TLS_CA_FILE %s holds no PEM certificate", r.TLSCAFile)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// lockMonitor checks the lock backend every few seconds, on every replica:
+// it drives /readyz, the watcher_lock_backend_up metric and a log line on
+// every change of state.
+type lockMonitor struct {
+	locker   lock.Locker
+	interval time.Duration
+	log      logr.Logger
+	up       atomic.Bool
+}
+
+func (m *lockMonitor) NeedLeaderElection() bool { return false }
+
+func (m *lockMonitor) Start(ctx context.Context) error {
+	t := time.NewTicker(m.interval)
+	defer t.Stop()
+	first := true
+	for {
+		cctx, cancel := context.WithTimeout(ctx, m.interval)
+		err := m.locker.Check(cctx)
+		cancel()
+		switch up := err == nil; {
+		case ctx.Err() != nil:
+			return nil
+		case up && (first || !m.up.Load()):
+			m.log.Info("Lock backend answers")
+		case !up && (first || m.up.Load()):
+			m.log.Error(err, "Lock backend does not answer; changes wait and are retried until it does")
+		}
+		first = false
+		m.up.Store(err == nil)
+		metrics.LockBackendUp.Set(boolFloat(err == nil))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Check is the /readyz check of the lock backend.
+func (m *lockMonitor) Check(*http.Request) error {
+	if !m.up.Load() {
+		return errors.New("lock backend does not answer")
+	}
+	return nil
+}
+
+// leaderGauge sets watcher_leader to 1 once this replica processes changes.
+type leaderGauge struct{ needLeader bool }
+
+func (g leaderGauge) NeedLeaderElection() bool { return g.needLeader }
+
+func (g leaderGauge) Start(ctx context.Context) error {
+	metrics.Leader.Set(1)
+	<-ctx.Done()
+	metrics.Leader.Set(0)
+	return nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

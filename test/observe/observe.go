@@ -1,0 +1,118 @@
+// Package observe watches workloads the way a user would, through the API
+// server, and records every change of their pod templates. Tests use it to
+// count rollouts: a Deployment's generation is no measure, since it also
+// moves when annotations change.
+package observe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Rollout is one change of a pod template.
+type Rollout struct {
+	// At is when the watch delivered it.
+	At time.Time
+	// RestartedFor is the template's watcher.dev/restarted-for annotation.
+	RestartedFor string
+}
+
+// Tracker records the rollouts of one workload.
+type Tracker struct {
+	Name string
+
+	mu       sync.Mutex
+	last     string
+	rollouts []Rollout
+}
+
+// Track creates w and records its rollouts until ctx is done. It watches
+// before it creates, so it sees every change.
+func Track(ctx context.Context, cfg *rest.Config, w client.Object) (*Tracker, error) {
+	kind, list, err := kindOf(w)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	watcher, err := c.Watch(ctx, list, client.InNamespace(w.GetNamespace()),
+		client.MatchingFields{"metadata.name": w.GetName()})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", w.GetName(), err)
+	}
+	if err := c.Create(ctx, w); err != nil {
+		watcher.Stop()
+		return nil, fmt.Errorf("create %s %s: %w", kind, w.GetName(), err)
+	}
+	tr := &Tracker{Name: kind + " " + w.GetNamespace() + "/" + w.GetName()}
+	go func() {
+		defer watcher.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-watcher.ResultChan():
+				if !ok {
+					return
+				}
+				if ev.Type == watch.Added || ev.Type == watch.Modified {
+					tr.observe(ev.Object.(client.Object))
+				}
+			}
+		}
+	}()
+	return tr, nil
+}
+
+func (tr *Tracker) observe(obj client.Object) {
+	tmpl, err := workload.PodTemplate(obj)
+	if err != nil {
+		return
+	}
+	b, _ := json.Marshal(tmpl)
+	sum := sha256.Sum256(b)
+	h := string(sum[:])
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.last != "" && tr.last != h {
+		tr.rollouts = append(tr.rollouts, Rollout{At: time.Now(), RestartedFor: tmpl.Annotations[plan.RestartAnnotation]})
+	}
+	tr.last = h
+}
+
+// Count returns how many times the pod template changed.
+func (tr *Tracker) Count() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.rollouts)
+}
+
+// Rollouts returns the template changes seen so far.
+func (tr *Tracker) Rollouts() []Rollout {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]Rollout(nil), tr.rollouts...)
+}
+
+func kindOf(w client.Object) (string, client.ObjectList, error) {
+	for _, k := range workload.Kinds {
+		if reflect.TypeOf(k.New()) == reflect.TypeOf(w) {
+			return k.Name, k.NewList(), nil
+		}
+	}
+	return "", nil, fmt.Errorf("%T is not a workload", w)
+}
