@@ -1,8 +1,9 @@
 package integration
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -10,17 +11,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 )
-
-func envFrom(cm, sec string) corev1.PodSpec {
-	var from []corev1.EnvFromSource
-	if cm != "" {
-		from = append(from, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}})
-	}
-	if sec != "" {
-		from = append(from, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: sec}}})
-	}
-	return podSpec(corev1.Container{EnvFrom: from})
-}
 
 func TestMetadataOnlyEditRestartsNothing(t *testing.T) {
 	t.Parallel()

@@ -17,16 +17,6 @@ import (
 	"github.com/watcher-dev/watcher/test/observe"
 )
 
-func statefulSet(ns, name string, spec corev1.PodSpec) *appsv1.StatefulSet {
-	d := deployment(ns, name, spec)
-	return &appsv1.StatefulSet{ObjectMeta: d.ObjectMeta, Spec: appsv1.StatefulSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template}}
-}
-
-func daemonSet(ns, name string, spec corev1.PodSpec) *appsv1.DaemonSet {
-	d := deployment(ns, name, spec)
-	return &appsv1.DaemonSet{ObjectMeta: d.ObjectMeta, Spec: appsv1.DaemonSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template}}
-}
-
 // TestAdoptionThenDowntimeChange: installing watcher restarts nothing, and a
 // change made while it was stopped is caught when it starts again, for every
 // workload kind.

@@ -6,13 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/test/fixture"
 	"github.com/watcher-dev/watcher/test/observe"
 )
 
@@ -26,36 +25,17 @@ const (
 	quiet = time.Second
 )
 
-func meta(ns, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: ns, Name: name}
-}
-
-func podSpec(c corev1.Container, volumes ...corev1.Volume) corev1.PodSpec {
-	if c.Name == "" {
-		c.Name = "app"
-	}
-	c.Image = "registry.example/app:1"
-	return corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes}
-}
-
-func deployment(ns, name string, spec corev1.PodSpec) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: meta(ns, name),
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
-		},
-	}
-}
-
-func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: meta(ns, name), Data: data}
-}
-
-func secret(ns, name string, data map[string]string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: meta(ns, name), StringData: data}
-}
+// Builders of the objects the tests create.
+var (
+	meta        = fixture.Meta
+	podSpec     = fixture.PodSpec
+	envFrom     = fixture.EnvFrom
+	deployment  = fixture.Deployment
+	statefulSet = fixture.StatefulSet
+	daemonSet   = fixture.DaemonSet
+	configMap   = fixture.ConfigMap
+	secret      = fixture.Secret
+)
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()

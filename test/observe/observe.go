@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +41,8 @@ type Tracker struct {
 }
 
 // Track creates w and records its rollouts until ctx is done. It watches
-// before it creates, so it sees every change.
+// before it creates, so it sees every change, and watches again from where it
+// was when a watch ends (an API server restart, a timeout).
 func Track(ctx context.Context, cfg *rest.Config, w client.Object) (*Tracker, error) {
 	kind, list, err := kindOf(w)
 	if err != nil {
@@ -49,33 +52,56 @@ func Track(ctx context.Context, cfg *rest.Config, w client.Object) (*Tracker, er
 	if err != nil {
 		return nil, err
 	}
-	watcher, err := c.Watch(ctx, list, client.InNamespace(w.GetNamespace()),
-		client.MatchingFields{"metadata.name": w.GetName()})
+	tr := &Tracker{Name: kind + " " + w.GetNamespace() + "/" + w.GetName()}
+	first, err := tr.watch(ctx, c, list, w, "")
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", w.GetName(), err)
+		return nil, err
 	}
 	if err := c.Create(ctx, w); err != nil {
-		watcher.Stop()
-		return nil, fmt.Errorf("create %s %s: %w", kind, w.GetName(), err)
+		first.Stop()
+		return nil, fmt.Errorf("create %s: %w", tr.Name, err)
 	}
-	tr := &Tracker{Name: kind + " " + w.GetNamespace() + "/" + w.GetName()}
-	go func() {
-		defer watcher.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-watcher.ResultChan():
-				if !ok {
-					return
-				}
-				if ev.Type == watch.Added || ev.Type == watch.Modified {
-					tr.observe(ev.Object.(client.Object))
-				}
+	go tr.follow(ctx, c, list, w, first)
+	return tr, nil
+}
+
+func (tr *Tracker) watch(ctx context.Context, c client.WithWatch, list client.ObjectList, w client.Object, rv string) (watch.Interface, error) {
+	opts := &client.ListOptions{
+		Namespace:     w.GetNamespace(),
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", w.GetName()),
+		Raw:           &metav1.ListOptions{ResourceVersion: rv},
+	}
+	wi, err := c.Watch(ctx, list, opts)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", tr.Name, err)
+	}
+	return wi, nil
+}
+
+func (tr *Tracker) follow(ctx context.Context, c client.WithWatch, list client.ObjectList, w client.Object, wi watch.Interface) {
+	rv := ""
+	for {
+		for ev := range wi.ResultChan() {
+			if obj, ok := ev.Object.(client.Object); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				tr.observe(obj)
+				rv = obj.GetResourceVersion()
+			}
+			if ev.Type == watch.Error {
+				rv = "" // too old: start from the current state
 			}
 		}
-	}()
-	return tr, nil
+		wi.Stop()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			var err error
+			if wi, err = tr.watch(ctx, c, list, w, rv); err == nil {
+				break
+			}
+		}
+	}
 }
 
 func (tr *Tracker) observe(obj client.Object) {

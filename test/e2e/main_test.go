@@ -1,0 +1,85 @@
+// Package e2e runs the built watcher binary, as separate processes, against a
+// whole local control plane (etcd, kube-apiserver, controller-manager,
+// scheduler and kwok nodes, see internal/cluster) and, for the redis lock
+// mode, real redis-server processes. It checks what a user would see: new
+// ReplicaSets and Pods running the new template, exactly once per change.
+//
+// The binary is $WATCHER_BIN (make test sets it), else it is built into a
+// temporary folder.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/cluster"
+)
+
+var (
+	kube       *cluster.Cluster
+	k8s        client.Client
+	watcherBin string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: redis-server is not installed; run hack/install-deps.sh")
+		return 1
+	}
+	tmp, err := os.MkdirTemp("", "watcher-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if watcherBin = os.Getenv("WATCHER_BIN"); watcherBin == "" {
+		watcherBin = filepath.Join(tmp, "watcher")
+		build := exec.Command("go", "build", "-o", watcherBin, "../../cmd/watcher")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: build watcher: %v\n", err)
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "cluster:", args) }, funcr.Options{})
+	kube, err = cluster.Start(logrInto(ctx, log), cluster.Options{Nodes: 1})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: start cluster: %v\n", err)
+		return 1
+	}
+	defer kube.Stop()
+	if k8s, err = client.New(kube.RESTConfig(), client.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// namespace creates a namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.Trim(name, "-")
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return name
+}
