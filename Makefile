@@ -10,7 +10,8 @@ help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/watcher
-	$(GO) build -o bin/watcher ./cmd/watcher
+	@echo "build: bin/watcher (the first build downloads Go modules)"
+	@$(GO) build -o bin/watcher ./cmd/watcher
 
 test: build controlplane ## run every test: unit, integration and end-to-end (builds the control plane if missing)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
@@ -23,10 +24,13 @@ lint: ## gofmt and go vet
 	$(GO) vet ./...
 
 controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok if missing
+	@echo "controlplane: checking the control-plane binaries (built once, ~10 minutes cold)"
 	@hack/controlplane-bins.sh >/dev/null
 
 demo: build controlplane ## start a local control plane, run watcher on it and show a restart
-	$(GO) run ./hack/demo --watcher bin/watcher
+	@echo "demo: building the demo"
+	@$(GO) build -o bin/demo ./hack/demo
+	@bin/demo --watcher bin/watcher
 
 run: build ## run watcher against the cluster of $$KUBECONFIG
 	bin/watcher --local-config=True
