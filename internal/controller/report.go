@@ -16,34 +16,47 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// reporter logs, once the caches have synced and then every PrintInterval,
-// the ignored namespaces and how many objects are watched, and keeps the
-// watcher_watched_objects gauge up to date. Counting reads the cache only.
+// reporter keeps the watcher_watched_objects gauge up to date (every
+// gaugeInterval) and logs, once the caches have synced and then every
+// PrintInterval, the ignored namespaces and how many objects are watched.
+// Counting reads the cache only.
 type reporter struct {
 	cache cache.Cache
 	opts  *options.Options
 	log   logr.Logger
 }
 
+// gaugeInterval is how often the gauge is refreshed.
+const gaugeInterval = 15 * time.Second
+
 func (r *reporter) NeedLeaderElection() bool { return false }
 
 func (r *reporter) Start(ctx context.Context) error {
-	if r.opts.PrintInterval <= 0 || !r.cache.WaitForCacheSync(ctx) {
+	if !r.cache.WaitForCacheSync(ctx) {
 		return nil
 	}
-	t := time.NewTicker(r.opts.PrintInterval)
-	defer t.Stop()
+	gauge := time.NewTicker(gaugeInterval)
+	defer gauge.Stop()
+	var print <-chan time.Time
+	if r.opts.PrintInterval > 0 {
+		t := time.NewTicker(r.opts.PrintInterval)
+		defer t.Stop()
+		print = t.C
+	}
+	r.report(ctx, r.opts.PrintInterval > 0)
 	for {
-		r.report(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-gauge.C:
+			r.report(ctx, false)
+		case <-print:
+			r.report(ctx, true)
 		}
 	}
 }
 
-func (r *reporter) report(ctx context.Context) {
+func (r *reporter) report(ctx context.Context, print bool) {
 	kv := []any{
 		"ignoredConfigMapNamespaces", r.opts.IgnoreConfigMapNamespaces,
 		"ignoredSecretNamespaces", r.opts.IgnoreSecretNamespaces,
@@ -61,5 +74,7 @@ func (r *reporter) report(ctx context.Context) {
 	for _, k := range workload.Kinds {
 		count(k.Name, k.NewList())
 	}
-	r.log.Info("Watching", kv...)
+	if print {
+		r.log.Info("Watching", kv...)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -41,11 +43,19 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		return err
 	}
 	lease := o.Lock == options.LockLease
+	metricsAddr, err := pickPort(o.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	healthAddr, err := pickPort(o.HealthAddr)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Logger:                        log,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:        o.HealthAddr,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        healthAddr,
 		LeaderElection:                lease,
 		LeaderElectionID:              o.Lease.Name,
 		LeaderElectionNamespace:       o.OwnNamespace(),
@@ -82,7 +92,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}
-	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", o.MetricsAddr, "healthAddr", o.HealthAddr)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr)
 	return mgr.Start(ctx)
 }
 
@@ -112,6 +122,22 @@ func CacheOptions(o *options.Options, h *hash.Hasher) (cache.Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// pickPort turns port 0 into a free port, so that the log can say where
+// /metrics and /readyz are (controller-runtime logs the address it was
+// given). "0" (disabled) is returned as it is.
+func pickPort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if addr == "0" || err != nil || port != "0" {
+		return addr, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer l.Close()
+	return net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
 }
 
 // loadHasher reads (or creates) the hash key in watcher's own namespace.
