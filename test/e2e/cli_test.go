@@ -41,6 +41,6 @@ func TestCommandLine(t *testing.T) {
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	body, _ := io.ReadAll(resp.Body)
 	for _, name := range []string{"watcher_watched_objects", "watcher_leader 1", "watcher_lock_backend_up 1"} {
-		g.Expect(regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name)).Match(body)).To(BeTrue(), "metric %s", name)
+		g.Expect(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)).Match(body)).To(BeTrue(), "metric %s", name)
 	}
 }
