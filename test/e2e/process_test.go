@@ -75,13 +75,20 @@ type proc struct {
 // when the test ends.
 func startWatcher(t *testing.T, name, ns string, args ...string) *proc {
 	t.Helper()
+	return startWatcherEnv(t, name, ns, nil, args...)
+}
+
+// startWatcherEnv is startWatcher with extra environment variables
+// ("NAME=value") on top of the clean environment it passes.
+func startWatcherEnv(t *testing.T, name, ns string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{Name: name, Logs: &lines{}, HealthAddr: freeAddr(t), MetricsAddr: freeAddr(t), done: make(chan struct{})}
 	all := append([]string{
 		"--namespaces=" + ns, "--lease-namespace=" + ns, "--log-level=debug", "--coalesce=0", "--print-time=0",
 		"--health-addr=" + p.HealthAddr, "--metrics-addr=" + p.MetricsAddr,
 	}, args...)
 	p.cmd = exec.Command(watcherBin, all...)
-	p.cmd.Env = []string{"KUBECONFIG=" + kube.Kubeconfig, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Env = append([]string{"KUBECONFIG=" + kube.Kubeconfig, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
