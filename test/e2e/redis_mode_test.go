@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/test/fixture"
+)
+
+// TestRedisReplicaKilledHoldingLocks: replica A takes the locks of some
+// changes and is killed with SIGKILL before it has finished them. Replica B
+// processes those changes once their locks expire, and every workload rolls
+// exactly once per change.
+//
+// To make A take the changes, and take long over them, B waits two seconds
+// (--coalesce) before it looks at a change, and A may send one request a
+// second to the API server: it restarts one of a ConfigMap's five users at
+// most before it is killed.
+func TestRedisReplicaKilledHoldingLocks(t *testing.T) {
+	ns := namespace(t)
+	const configs, users, ttl = 3, 5, 4 * time.Second
+	f := newFleet(t, ns, configs, users, 1)
+	redis := startRedis(t)
+	args := append(redis.Args(), "--lock-expiration-time=4")
+	b := startWatcher(t, "watcher-b", ns, append(args, "--coalesce=2s")...)
+	b.WaitReady(t)
+	f.waitAdopted(t)
+	a := startWatcher(t, "watcher-a", ns, append(args, "--kube-api-qps=1", "--kube-api-burst=1")...)
+	a.WaitReady(t)
+	waitLog(t, a, "Starting workers")
+	// Let A's rate limiter fill up again after its start-up requests.
+	time.Sleep(2 * time.Second)
+
+	var made []change
+	for c := range configs {
+		made = append(made, f.change(t, c, "1"))
+	}
+	NewWithT(t).Eventually(func() int { return len(a.Logs.Matching(" changed, keys: ")) }, wait, 10*time.Millisecond).
+		Should(BeNumerically(">", 0), "A took a change")
+	time.Sleep(200 * time.Millisecond) // A logs the other changes it takes at once
+	a.Kill()
+	aRestarts := len(a.Logs.Matching("restarted Deployment"))
+
+	f.waitCounts(t, 1, 3*time.Second)
+	f.expectDistinctRollouts(t)
+	taken := 0
+	for _, c := range made {
+		aLines := c.loggedBy(a)
+		NewWithT(t).Expect(len(aLines)).To(BeNumerically("<=", 1), "A logged %s", c.id)
+		NewWithT(t).Eventually(func() []string { return c.loggedBy(b) }, wait, 50*time.Millisecond).Should(HaveLen(1), "B logged %s once", c.id)
+		if len(aLines) == 0 {
+			continue
+		}
+		taken++
+		gap := logTime(t, c.loggedBy(b)[0]).Sub(logTime(t, aLines[0]))
+		t.Logf("%s: A took it, B took it %s later", c.id, gap.Round(time.Millisecond))
+		NewWithT(t).Expect(gap).To(BeNumerically(">=", ttl-time.Second), "B took %s only once A's lock expired", c.id)
+	}
+	bRestarts := len(b.Logs.Matching("restarted Deployment"))
+	t.Logf("A took %d of %d changes and restarted %d workloads before it was killed; B restarted %d; B found changes held %v times",
+		taken, configs, aRestarts, bRestarts, metricValue(t, b, acquisitions("held")))
+	NewWithT(t).Expect(aRestarts + bRestarts).To(Equal(configs * users))
+	NewWithT(t).Expect(bRestarts).To(BeNumerically(">", 0), "B finished A's work")
+}
+
+// TestRedisLockExpiresDuringProcessing: processing a change takes longer
+// than the lock lives, so the second replica takes the expired lock and
+// processes the same change at the same time. The resourceVersion
+// preconditions and the hash-derived template still roll each workload
+// once.
+func TestRedisLockExpiresDuringProcessing(t *testing.T) {
+	ns := namespace(t)
+	const users = 8
+	f := newFleet(t, ns, 1, users, 1)
+	redis := startRedis(t)
+	// Eight patches at two a second take about four seconds; the lock lives
+	// one.
+	args := append(redis.Args(), "--lock-expiration-time=1", "--kube-api-qps=2", "--kube-api-burst=1")
+	replicas := []*proc{startWatcher(t, "watcher-0", ns, args...), startWatcher(t, "watcher-1", ns, args...)}
+	for _, p := range replicas {
+		p.WaitReady(t)
+	}
+	f.waitAdopted(t)
+	time.Sleep(time.Second) // the rate limiters fill up again
+
+	c := f.change(t, 0, "1")
+	f.waitCounts(t, 1, 3*time.Second)
+	f.expectDistinctRollouts(t)
+	restarts, expired := 0, 0
+	for _, p := range replicas {
+		NewWithT(t).Eventually(func() []string { return c.loggedBy(p) }, wait, 50*time.Millisecond).Should(HaveLen(1), "%s processed the change", p.Name)
+		n := len(p.Logs.Matching("restarted Deployment"))
+		restarts += n
+		e := len(p.Logs.Matching("Cannot release the lock of the change", lock.ErrExpired.Error()))
+		expired += e
+		t.Logf("%s: acquired %v, held %v, restarts %d, write conflicts %d, expired-lock errors %d", p.Name,
+			metricValue(t, p, acquisitions("acquired")), metricValue(t, p, acquisitions("held")), n,
+			len(p.Logs.Matching("Write conflict")), e)
+	}
+	NewWithT(t).Expect(restarts).To(Equal(users), "restarts over both replicas")
+	NewWithT(t).Expect(expired).To(BeNumerically(">", 0), "a replica reported that its lock expired")
+}
+
+// TestRedisBadInput: what watcher does with a Redis it cannot reach, wrong
+// credentials, an invalid port, and the environment of earlier versions.
+func TestRedisBadInput(t *testing.T) {
+	t.Run("unreachable at start", func(t *testing.T) {
+		ns := namespace(t)
+		cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"})
+		create(t, cm)
+		dep := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
+		tr := track(t, dep)
+		_, port, _ := net.SplitHostPort(freeAddr(t)) // nothing listens there
+		redis := &redisServer{}
+		redis.Port, _ = strconv.Atoi(port)
+		w := startWatcher(t, "watcher", ns, redis.Args()...)
+		waitNotReady(t, w)
+		waitLog(t, w, "Redis unreachable")
+		waitAdopted(t, dep) // workloads are adopted without a lock
+
+		setData(t, cm, "a", "2")
+		waitLog(t, w, "Cannot take the lock of the change")
+		stayRollouts(t, tr, 0, 2*time.Second)
+		redis.Start(t)
+		t.Cleanup(redis.Kill)
+		waitBackendUp(t, w)
+		waitRollouts(t, tr, 1)
+		stayRollouts(t, tr, 1, 2*time.Second)
+		waitLog(t, w, "restarted Deployment "+ns+"/web because ConfigMap "+ns+"/cfg changed (keys: a)")
+	})
+
+	t.Run("wrong credentials", func(t *testing.T) {
+		ns := namespace(t)
+		const right, wrong = "right-pw-7Qx2", "wrong-pw-9Kd4"
+		redis := startRedis(t, "--requirepass", right)
+		base := append(redis.Args(), "--namespaces="+ns, "--lease-namespace="+ns, "--metrics-addr=0", "--health-addr=0")
+		for _, tc := range []struct {
+			name string
+			env  []string
+			args []string
+		}{
+			{"flag", nil, []string{"--redis-password=" + wrong}},
+			{"env", []string{"PASSWORD=" + wrong}, nil},
+			{"user and password", []string{"USERNAME=someone", "PASSWORD=" + right}, nil},
+			{"none", nil, nil},
+		} {
+			code, out := runWatcher(t, tc.env, append(base, tc.args...)...)
+			NewWithT(t).Expect(code).To(Equal(1), "%s: exit code; output:\n%s", tc.name, out)
+			NewWithT(t).Expect(out).To(And(ContainSubstring("USERNAME"), ContainSubstring("PASSWORD")), tc.name)
+			NewWithT(t).Expect(out).NotTo(Or(ContainSubstring(right), ContainSubstring(wrong)), "%s: the output shows a password", tc.name)
+			NewWithT(t).Expect(out).NotTo(ContainSubstring("Starting watcher"), tc.name)
+			t.Logf("%s: %s", tc.name, firstLine(out, "Watcher stopped"))
+		}
+	})
+
+	t.Run("invalid port", func(t *testing.T) {
+		for _, tc := range []struct {
+			env, args []string
+			names     string
+		}{
+			{[]string{"REDIS_PORT=99999"}, nil, "REDIS_PORT"},
+			{[]string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=abc"}, nil, "REDIS_PORT"},
+			{nil, []string{"--redis-port=99999"}, "redis-port"},
+		} {
+			code, out := runWatcher(t, tc.env, append([]string{"--lock=redis"}, tc.args...)...)
+			NewWithT(t).Expect(code).To(Equal(2), "%v %v: exit code; output:\n%s", tc.env, tc.args, out)
+			NewWithT(t).Expect(out).To(ContainSubstring(tc.names), "%v %v", tc.env, tc.args)
+			t.Logf("%v %v: %s", tc.env, tc.args, firstLine(out, "watcher: "))
+		}
+	})
+
+	t.Run("REDIS_HOST selects the redis mode", func(t *testing.T) {
+		ns := namespace(t)
+		cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"})
+		create(t, cm)
+		dep := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
+		tr := track(t, dep)
+		redis := startRedis(t)
+		w := startWatcherEnv(t, "watcher", ns, []string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(redis.Port)})
+		waitLog(t, w, "Starting watcher", `"lock": "redis"`)
+		waitBackendUp(t, w)
+		waitAdopted(t, dep)
+		setData(t, cm, "a", "2")
+		waitRollouts(t, tr, 1)
+		NewWithT(t).Expect(metricValue(t, w, acquisitions("acquired"))).To(Equal(1.0), "the change went through a Redis lock")
+	})
+}
+
+// firstLine returns the first line of out containing sub.
+func firstLine(out, sub string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
