@@ -30,6 +30,8 @@ func main() {
 		Development: false,
 		Encoder:     encoder(o.LogFormat),
 		Level:       level(o.LogLevel),
+		// Errors here are about the cluster, not the code: no stack traces.
+		StacktraceLevel: zapcore.PanicLevel,
 	}))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)

@@ -27,7 +27,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if p.Action == plan.None {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.HashKeyID))); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID()))); err != nil {
 		return fmt.Errorf("patch %s: %w", key, err)
 	}
 	switch p.Action {

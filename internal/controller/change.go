@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,10 +54,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	log := ctrl.LoggerFrom(ctx)
 	id := req.Kind + " " + req.Namespace + "/" + req.Name
-	var obj client.Object = &corev1.ConfigMap{}
-	if req.Kind == string(refs.Secret) {
-		obj = &corev1.Secret{}
-	}
+	obj := newConfig(refs.Kind(req.Kind))
 	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		log.V(1).Info("Changed, then deleted; nothing to do", "object", id)

@@ -81,7 +81,39 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		return err
 	}
 	p := plan.Decide(in)
+	if p.Action == plan.Restart && r.Config.VerifyRestarts {
+		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
+			return err
+		}
+	}
 	return r.apply(ctx, key, obj, p)
+}
+
+// verify decides a restart again with the changed objects read from the API
+// server. With several active replicas, the record on a workload may have
+// been written by a replica that saw a newer ConfigMap than this replica's
+// cache holds: restarting from the cache would roll the workload back to
+// older content, and the newer change, processed elsewhere, would be lost.
+func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input, p plan.Plan) (plan.Plan, error) {
+	for _, c := range p.Changes {
+		obj := newConfig(c.Ref.Kind)
+		err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: namespace, Name: c.Ref.Name}, obj)
+		if err != nil && !apierrors.IsNotFound(err) {
+			metrics.Errors.WithLabelValues("get").Inc()
+			return p, fmt.Errorf("get %s %s/%s: %w", strings.ToLower(string(c.Ref.Kind)), namespace, c.Ref.Name, err)
+		}
+		cfg := plan.Config{}
+		if err == nil {
+			if _, err := r.Config.Hasher.Transform(obj); err != nil {
+				return p, err
+			}
+			if cfg, err = r.configOf(ctx, obj); err != nil {
+				return p, err
+			}
+		}
+		in.Configs[c.Ref.ID()] = cfg
+	}
+	return plan.Decide(in), nil
 }
 
 // gather reads everything plan.Decide needs from the workload and the cache.
@@ -107,7 +139,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 		case err != nil:
 			log.Error(err, "Ignoring unreadable record; adopting the workload as new")
 			metrics.Errors.WithLabelValues("record").Inc()
-		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.HashKeyID:
+		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.Hasher.ID():
 			log.Info("Record made with another hash key; adopting the workload as new")
 			in.Recorded = nil
 		}
@@ -124,10 +156,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 
 // config returns the current state of one referenced object from the cache.
 func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref) (plan.Config, error) {
-	var obj client.Object = &corev1.ConfigMap{}
-	if ref.Kind == refs.Secret {
-		obj = &corev1.Secret{}
-	}
+	obj := newConfig(ref.Kind)
 	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return plan.Config{}, nil
@@ -135,6 +164,11 @@ func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref)
 	if err != nil {
 		return plan.Config{}, fmt.Errorf("get %s %s/%s: %w", strings.ToLower(string(ref.Kind)), namespace, ref.Name, err)
 	}
+	return r.configOf(ctx, obj)
+}
+
+// configOf returns the state of a ConfigMap or Secret reduced to its digest.
+func (r *Reconciler) configOf(ctx context.Context, obj client.Object) (plan.Config, error) {
 	d, err := hash.FromObject(obj)
 	if err != nil {
 		return plan.Config{}, err
@@ -144,6 +178,14 @@ func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref)
 		r.invalidAnnotation(ctx, obj, err)
 	}
 	return plan.Config{Present: true, Keys: d.Keys, OptedOut: optedOut}, nil
+}
+
+// newConfig returns an empty ConfigMap or Secret.
+func newConfig(kind refs.Kind) client.Object {
+	if kind == refs.Secret {
+		return &corev1.Secret{}
+	}
+	return &corev1.ConfigMap{}
 }
 
 func (r *Reconciler) invalidAnnotation(ctx context.Context, obj client.Object, err error) {

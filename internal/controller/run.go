@@ -72,7 +72,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		RestartOnCreate:    o.RestartOnCreate,
 		Coalesce:           o.Coalesce,
 		Workers:            o.Workers,
-		HashKeyID:          hasher.ID(),
+		Hasher:             hasher,
+		VerifyRestarts:     o.Lock != options.LockLease,
 		NeedLeaderElection: lease,
 		Locker:             locker,
 	})

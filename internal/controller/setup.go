@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -96,8 +97,13 @@ type Config struct {
 	Workers int
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
-	// HashKeyID names the key of the hashes in the cache (hash.Hasher.ID).
-	HashKeyID string
+	// Hasher made the digests in the cache; it digests objects read from
+	// the API server alike.
+	Hasher *hash.Hasher
+	// VerifyRestarts re-reads the changed objects from the API server
+	// before a restart: needed when several replicas write (the redis and
+	// none modes), since this replica's cache may lag behind their records.
+	VerifyRestarts bool
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
 	// HeldRetry is how long to wait before looking again at a change whose

@@ -56,6 +56,15 @@ func (h *Hasher) TransformSecret(obj any) (any, error) {
 	return s, nil
 }
 
+// Transform applies TransformConfigMap or TransformSecret, whichever fits
+// obj.
+func (h *Hasher) Transform(obj any) (any, error) {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return h.TransformSecret(obj)
+	}
+	return h.TransformConfigMap(obj)
+}
+
 var (
 	_ toolscache.TransformFunc = (*Hasher)(nil).TransformConfigMap
 	_ toolscache.TransformFunc = (*Hasher)(nil).TransformSecret

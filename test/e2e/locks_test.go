@@ -6,14 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +63,7 @@ func newFleet(t *testing.T, ns string, configs, users int, replicas int32) *flee
 // waitAdopted waits until every Deployment has its record.
 func (f *fleet) waitAdopted(t *testing.T) {
 	t.Helper()
-	c := unlimitedClient(t)
+	c := k8s
 	for _, deps := range f.deps {
 		for _, d := range deps {
 			NewWithT(t).Eventually(func(g Gomega) map[string]string {
@@ -76,12 +74,10 @@ func (f *fleet) waitAdopted(t *testing.T) {
 	}
 }
 
-// change sets v of ConfigMap c to value and returns the change. It uses a
-// client without rate limit, so that a test can make changes faster than the
-// shared client's five requests a second.
+// change sets v of ConfigMap c to value and returns the change.
 func (f *fleet) change(t *testing.T, c int, value string) change {
 	t.Helper()
-	cm, cl := f.cms[c], unlimitedClient(t)
+	cm, cl := f.cms[c], k8s
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 			return err
@@ -94,27 +90,6 @@ func (f *fleet) change(t *testing.T, c int, value string) change {
 	}
 	f.last[c] = time.Now()
 	return change{id: "ConfigMap " + f.ns + "/" + cm.Name + "@" + cm.ResourceVersion}
-}
-
-var unlimited struct {
-	once   sync.Once
-	client client.Client
-	err    error
-}
-
-// unlimitedClient returns a client of the cluster without client-side rate
-// limit.
-func unlimitedClient(t *testing.T) client.Client {
-	t.Helper()
-	unlimited.once.Do(func() {
-		cfg := rest.CopyConfig(kube.RESTConfig())
-		cfg.QPS, cfg.Burst = 1000, 2000
-		unlimited.client, unlimited.err = client.New(cfg, client.Options{})
-	})
-	if unlimited.err != nil {
-		t.Fatal(unlimited.err)
-	}
-	return unlimited.client
 }
 
 // trackers returns every tracker.

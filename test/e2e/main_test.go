@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/watcher-dev/watcher/internal/cluster"
 )
@@ -57,13 +58,16 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "cluster:", args) }, funcr.Options{})
+	ctrllog.SetLogger(log)
 	kube, err = cluster.Start(logrInto(ctx, log), cluster.Options{Nodes: 1})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: start cluster: %v\n", err)
 		return 1
 	}
 	defer kube.Stop()
-	if k8s, err = client.New(kube.RESTConfig(), client.Options{}); err != nil {
+	cfg := kube.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000 // the tests make bursts of changes
+	if k8s, err = client.New(cfg, client.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

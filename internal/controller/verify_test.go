@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// TestVerifyRestarts: a replica whose cache still holds an older ConfigMap
+// than the one another replica recorded on the workload must not roll the
+// workload back to it when it verifies restarts; without verification it
+// would.
+func TestVerifyRestarts(t *testing.T) {
+	hasher := hash.NewHasher([]byte("0123456789abcdef0123"))
+	cm := func(v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": v}}
+	}
+	newest := plan.Record{"ConfigMap/cfg": plan.Entry{"a": hasher.Of(map[string][]byte{"a": []byte("v3")}).Keys["a"]}}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "7", Annotations: map[string]string{
+			plan.RecordAnnotation: newest.String(), plan.HashKeyAnnotation: hasher.ID(),
+		}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		}}}}},
+	}
+	for _, tt := range []struct {
+		verify      bool
+		wantRestart bool
+	}{{verify: true, wantRestart: false}, {verify: false, wantRestart: true}} {
+		stale, _ := hasher.TransformConfigMap(cm("v2"))
+		cache := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), stale.(client.Object)).Build()
+		apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
+		r := &Reconciler{Cache: cache, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
+			Config: Config{Annotation: "require-restart", Hasher: hasher, VerifyRestarts: tt.verify}}
+		if err := r.reconcileWorkload(context.Background(), workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}); err != nil {
+			t.Fatalf("verify=%v: %v", tt.verify, err)
+		}
+		var got appsv1.Deployment
+		if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
+			t.Fatal(err)
+		}
+		_, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]
+		if restarted != tt.wantRestart {
+			t.Errorf("verify=%v: restarted=%v, want %v", tt.verify, restarted, tt.wantRestart)
+		}
+	}
+}
