@@ -60,12 +60,20 @@ type Options struct {
 	// A benchmark of 10,000 Pods needs Nodes*PodsPerNode >= 10,000.
 	PodsPerNode int
 
-	// Users are extra, unprivileged token users for RBAC tests; see
-	// Cluster.UserRESTConfig. The admin user is always there.
+	// Users are extra token users, for RBAC tests or for a controller
+	// whose requests should be told apart; see Cluster.UserRESTConfig. The
+	// admin user is always there.
 	Users []User
+
+	// AuditLog makes kube-apiserver write an audit log to
+	// Cluster.AuditLogPath: one JSON line per request of the Users (not of
+	// the admin user nor of kube-apiserver itself) at level Metadata, so a
+	// benchmark can count a controller's requests by verb.
+	AuditLog bool
 }
 
-// User is a token-authenticated user with no permissions of its own.
+// User is a token-authenticated user with no permissions of its own,
+// unless a group grants them (system:masters may do anything).
 type User struct {
 	// Name is the user name the API server sees; it must not hold commas
 	// or quotes.
@@ -84,6 +92,9 @@ type Cluster struct {
 	LogDir string
 	// BinDir is the folder the binaries came from; it holds kubectl too.
 	BinDir string
+	// AuditLogPath is the audit log in LogDir with Options.AuditLog, else
+	// empty.
+	AuditLogPath string
 
 	dir   string
 	creds *credentials
@@ -132,6 +143,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if c.creds, err = newCredentials(filepath.Join(dir, "pki"), opts.Users); err != nil {
 		return nil, err
+	}
+	if opts.AuditLog {
+		c.AuditLogPath = filepath.Join(c.LogDir, auditLogName)
 	}
 	if err := c.startAPIServer(ctx); err != nil {
 		return nil, err

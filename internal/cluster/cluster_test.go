@@ -151,12 +151,14 @@ func TestCluster(t *testing.T) {
 }
 
 // TestAPIServerOnly checks the fast mode for integration tests: only etcd
-// and kube-apiserver run, and the API works.
+// and kube-apiserver run, and the API works. It also checks the audit log:
+// it holds the requests of a user in system:masters, not the admin's.
 func TestAPIServerOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := logr.NewContext(t.Context(), testr.New(t))
 	began := time.Now()
-	c, err := Start(ctx, Options{APIServerOnly: true})
+	c, err := Start(ctx, Options{APIServerOnly: true, AuditLog: true,
+		Users: []User{{Name: "bob", Groups: []string{"system:masters"}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
 	t.Logf("etcd and kube-apiserver started in %s", time.Since(began).Round(time.Millisecond))
@@ -167,6 +169,14 @@ func TestAPIServerOnly(t *testing.T) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nodes.Items).To(BeEmpty())
+
+	bobConfig, err := c.UserRESTConfig("bob")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = kubernetes.NewForConfigOrDie(bobConfig).CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred(), "system:masters may list Secrets")
+	g.Eventually(func() []string { return auditedRequests(t, c.AuditLogPath) }).
+		Should(ContainElement("bob list secrets"))
+	g.Expect(auditedRequests(t, c.AuditLogPath)).NotTo(ContainElement(HavePrefix("admin ")))
 	g.Expect(c.Stop()).To(Succeed())
 	for name, pid := range c.pids() {
 		g.Expect(processGone(pid)).To(BeTrue(), "%s (pid %d) still runs", name, pid)
@@ -241,6 +251,29 @@ func runHelper() {
 	report, _ := json.Marshal(helperReport{PIDs: c.pids(), Dir: c.dir})
 	fmt.Println(string(report))
 	select {}
+}
+
+// auditedRequests returns "user verb resource" for each complete line of an
+// audit log.
+func auditedRequests(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read audit log: %v", err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var requests []string
+	for _, line := range lines[:len(lines)-1] { // the last one is empty or still being written
+		var ev struct {
+			User      struct{ Username string }
+			Verb      string
+			ObjectRef struct{ Resource string }
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit log line %q: %v", line, err)
+		}
+		requests = append(requests, ev.User.Username+" "+ev.Verb+" "+ev.ObjectRef.Resource)
+	}
+	return requests
 }
 
 func deploymentRolledOut(t *testing.T, client kubernetes.Interface, name string, replicas int32) func(Gomega) {

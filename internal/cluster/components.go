@@ -117,6 +117,13 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		// open watches of the controllers to end; with it, they are closed.
 		"--shutdown-watch-termination-grace-period=2s",
 	)
+	if c.AuditLogPath != "" {
+		audit, err := c.auditArgs()
+		if err != nil {
+			return err
+		}
+		c.apiserver.args = append(c.apiserver.args, audit...)
+	}
 	began = time.Now()
 	if err := c.launch(ctx, c.apiserver); err != nil {
 		return err
