@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -17,7 +18,16 @@ import (
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
+// defaultGOGC is the garbage collector's target unless GOGC is set: watcher's
+// heap is mostly its caches, which change slowly, so collecting at 50%
+// growth instead of Go's 100% costs little CPU and saves a third of the
+// memory.
+const defaultGOGC = 50
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGOGC)
+	}
 	o, err := options.Parse(os.Args[1:], os.LookupEnv, os.Stdout)
 	if errors.Is(err, options.ErrHelp) {
 		os.Exit(0)

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,14 +50,13 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	log := ctrl.LoggerFrom(ctx)
 	id := req.Kind + " " + req.Namespace + "/" + req.Name
-	obj := newConfig(refs.Kind(req.Kind))
-	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		log.V(1).Info("Changed, then deleted; nothing to do", "object", id)
-		return nil
-	}
+	obj, err := r.Store.Get(req.Kind, req.Namespace, req.Name)
 	if err != nil {
 		return err
+	}
+	if obj == nil {
+		log.V(1).Info("Changed, then deleted; nothing to do", "object", id)
+		return nil
 	}
 	var changed []string
 	if req.Created {
@@ -78,45 +73,32 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		log.Info("Change restarts nothing: the object opted out", "object", id, "reason", plan.SkipConfigOptedOut)
 	}
 
+	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
+	if err != nil {
+		metrics.Errors.WithLabelValues("index").Inc()
+		return err
+	}
 	ref := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}
 	var errs []error
-	err = r.eachUser(ctx, refs.Kind(req.Kind), req.Namespace+"/"+req.Name, func(key workload.Key, w client.Object) {
+	for _, u := range users {
+		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
 		if !req.Created {
-			if reason := r.triage(w, ref.ID(), changed); reason != "" {
+			if reason := r.triage(u.Obj, ref.ID(), changed); reason != "" {
 				metrics.Skipped.WithLabelValues(reason).Inc()
 				log.V(1).Info("Change restarts nothing for this workload", "object", id, "workload", key.String(), "reason", reason)
-				return
+				continue
 			}
 		}
 		errs = append(errs, r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key))
-	})
-	return errors.Join(append(errs, err)...)
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Reconciler) triage(w client.Object, id string, changed []string) string {
-	tmpl, err := workload.PodTemplate(w)
+	uses, err := workload.Refs(w)
 	if err != nil {
-		return ""
+		return "" // reported when reconciled
 	}
 	optedOut, _ := plan.OptedOut(w.GetAnnotations(), r.Config.Annotation) // reported when reconciled
-	return plan.Triage(optedOut, refs.FromPodSpec(&tmpl.Spec), id, changed)
-}
-
-// eachUser calls fn for every cached workload whose pod template uses the
-// object of kind named "namespace/name", found through the field index. The
-// objects are the cache's own: read only.
-func (r *Reconciler) eachUser(ctx context.Context, kind refs.Kind, name string, fn func(workload.Key, client.Object)) error {
-	for _, wk := range workload.Kinds {
-		list := wk.NewList()
-		if err := r.Cache.List(ctx, list, client.MatchingFields{indexFor(kind): name}, client.UnsafeDisableDeepCopy); err != nil {
-			metrics.Errors.WithLabelValues("index").Inc()
-			return err
-		}
-		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-			w := o.(client.Object)
-			fn(workload.KeyOf(wk.Name, w), w)
-			return nil
-		})
-	}
-	return nil
+	return plan.Triage(optedOut, uses, id, changed)
 }

@@ -17,14 +17,15 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Reconciler brings one workload in line with the ConfigMaps and Secrets it
 // uses.
 type Reconciler struct {
-	// Cache is read for workloads and configuration digests.
-	Cache client.Reader
+	// Store holds the workloads and the digests of ConfigMaps and Secrets.
+	Store *store.Store
 	// Client writes patches.
 	Client client.Client
 	// Fresh reads from the API server, after a write conflict.
@@ -51,16 +52,16 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) er
 	if !ok {
 		return nil
 	}
-	obj := kind.New()
-	name := types.NamespacedName{Namespace: key.Namespace, Name: key.Name}
-	if err := r.Cache.Get(ctx, name, obj); err != nil {
-		return client.IgnoreNotFound(err)
+	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if err != nil || cached == nil {
+		return err
 	}
-	err := r.reconcile(ctx, key, obj)
+	// The patch writes the server's answer into the object: not the store's.
+	err = r.reconcile(ctx, key, cached.DeepCopy())
 	if apierrors.IsConflict(err) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict; deciding again from a fresh read")
-		obj = kind.New()
-		if err := r.Fresh.Get(ctx, name, obj); err != nil {
+		obj := kind.New()
+		if err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()
 			return client.IgnoreNotFound(err)
 		}
@@ -92,7 +93,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 // verify decides a restart again with the changed objects read from the API
 // server. With several active replicas, the record on a workload may have
 // been written by a replica that saw a newer ConfigMap than this replica's
-// cache holds: restarting from the cache would roll the workload back to
+// store holds: restarting from the store would roll the workload back to
 // older content, and the newer change, processed elsewhere, would be lost.
 func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input, p plan.Plan) (plan.Plan, error) {
 	for _, c := range p.Changes {
@@ -104,29 +105,28 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 		}
 		cfg := plan.Config{}
 		if err == nil {
-			if _, err := r.Config.Hasher.Transform(obj); err != nil {
+			d, err := r.Config.Hasher.OfObject(obj)
+			if err != nil {
 				return p, err
 			}
-			if cfg, err = r.configOf(ctx, obj); err != nil {
-				return p, err
-			}
+			cfg = plan.Config{Present: true, Keys: d.Keys, OptedOut: r.optedOut(ctx, obj)}
 		}
 		in.Configs[c.Ref.ID()] = cfg
 	}
 	return plan.Decide(in), nil
 }
 
-// gather reads everything plan.Decide needs from the workload and the cache.
+// gather reads everything plan.Decide needs from the workload and the store.
 // Malformed annotations are reported and read as absent, so they never stop
 // the workload from being handled.
 func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input, error) {
 	log := ctrl.LoggerFrom(ctx)
-	tmpl, err := workload.PodTemplate(obj)
+	uses, err := workload.Refs(obj)
 	if err != nil {
 		return plan.Input{}, err
 	}
 	in := plan.Input{
-		Refs:            refs.FromPodSpec(&tmpl.Spec),
+		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,
 	}
@@ -154,30 +154,27 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 	return in, nil
 }
 
-// config returns the current state of one referenced object from the cache.
+// config returns the current state of one referenced object from the store.
 func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref) (plan.Config, error) {
-	obj := newConfig(ref.Kind)
-	err := r.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return plan.Config{}, nil
+	obj, err := r.Store.Get(string(ref.Kind), namespace, ref.Name)
+	if err != nil || obj == nil {
+		return plan.Config{}, err
 	}
-	if err != nil {
-		return plan.Config{}, fmt.Errorf("get %s %s/%s: %w", strings.ToLower(string(ref.Kind)), namespace, ref.Name, err)
-	}
-	return r.configOf(ctx, obj)
-}
-
-// configOf returns the state of a ConfigMap or Secret reduced to its digest.
-func (r *Reconciler) configOf(ctx context.Context, obj client.Object) (plan.Config, error) {
 	d, err := hash.FromObject(obj)
 	if err != nil {
 		return plan.Config{}, err
 	}
+	return plan.Config{Present: true, Keys: d.Keys, OptedOut: r.optedOut(ctx, obj)}, nil
+}
+
+// optedOut reads the opt-out annotation of a ConfigMap or Secret, reporting
+// a malformed one.
+func (r *Reconciler) optedOut(ctx context.Context, obj client.Object) bool {
 	optedOut, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
 	if err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}
-	return plan.Config{Present: true, Keys: d.Keys, OptedOut: optedOut}, nil
+	return optedOut
 }
 
 // newConfig returns an empty ConfigMap or Secret.

@@ -6,22 +6,18 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
-	"github.com/watcher-dev/watcher/internal/workload"
+	"github.com/watcher-dev/watcher/internal/store"
 )
 
 // reporter keeps the watcher_watched_objects gauge up to date (every
-// gaugeInterval) and logs, once the caches have synced and then every
+// gaugeInterval) and logs, once the store has synced and then every
 // PrintInterval, the ignored namespaces and how many objects are watched.
-// Counting reads the cache only.
 type reporter struct {
-	cache cache.Cache
+	store *store.Store
 	opts  *options.Options
 	log   logr.Logger
 }
@@ -32,7 +28,7 @@ const gaugeInterval = 15 * time.Second
 func (r *reporter) NeedLeaderElection() bool { return false }
 
 func (r *reporter) Start(ctx context.Context) error {
-	if !r.cache.WaitForCacheSync(ctx) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), r.store.HasSynced) {
 		return nil
 	}
 	gauge := time.NewTicker(gaugeInterval)
@@ -61,18 +57,10 @@ func (r *reporter) report(ctx context.Context, print bool) {
 		"ignoredConfigMapNamespaces", r.opts.IgnoreConfigMapNamespaces,
 		"ignoredSecretNamespaces", r.opts.IgnoreSecretNamespaces,
 	}
-	count := func(name string, list client.ObjectList) {
-		if err := r.cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			return
-		}
-		n := apimeta.LenList(list)
-		metrics.Watched.WithLabelValues(name).Set(float64(n))
-		kv = append(kv, strings.ToLower(name[:1])+name[1:]+"s", n) // e.g. configMaps
-	}
-	count("ConfigMap", &corev1.ConfigMapList{})
-	count("Secret", &corev1.SecretList{})
-	for _, k := range workload.Kinds {
-		count(k.Name, k.NewList())
+	for _, kind := range []string{"ConfigMap", "Secret", "Deployment", "StatefulSet", "DaemonSet"} {
+		n := r.store.Count(kind)
+		metrics.Watched.WithLabelValues(kind).Set(float64(n))
+		kv = append(kv, strings.ToLower(kind[:1])+kind[1:]+"s", n) // e.g. configMaps
 	}
 	if print {
 		r.log.Info("Watching", kv...)

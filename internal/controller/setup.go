@@ -1,7 +1,9 @@
 // Package controller is watcher's controller: it watches ConfigMaps, Secrets
 // and workloads, and restarts the workloads whose configuration changed.
 //
-// The work queue holds two kinds of Request. A workload event enqueues the
+// ConfigMaps, Secrets and workloads are kept, as small metadata-only
+// objects, in the informers of package store. The work queue holds two kinds
+// of Request. A workload event enqueues the
 // workload. A data change of a ConfigMap or Secret enqueues the change; the
 // replica that takes the change's lock (see package lock) processes it: it
 // finds the workloads that use the object through a cache field index (no
@@ -18,8 +20,9 @@ import (
 	"fmt"
 	"time"
 
+	toolscache "k8s.io/client-go/tools/cache"
+
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -33,22 +36,9 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
-
-// Field indexes on every workload kind: the "namespace/name" of each
-// ConfigMap, respectively Secret, its pod template uses.
-const (
-	IndexConfigMaps = "watcher.spec.configMaps"
-	IndexSecrets    = "watcher.spec.secrets"
-)
-
-func indexFor(kind refs.Kind) string {
-	if kind == refs.Secret {
-		return IndexSecrets
-	}
-	return IndexConfigMaps
-}
 
 // Request is an item of the work queue: a workload to reconcile, or a
 // change of a ConfigMap or Secret to process.
@@ -97,12 +87,12 @@ type Config struct {
 	Workers int
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
-	// Hasher made the digests in the cache; it digests objects read from
+	// Hasher made the digests in the store; it digests objects read from
 	// the API server alike.
 	Hasher *hash.Hasher
 	// VerifyRestarts re-reads the changed objects from the API server
 	// before a restart: needed when several replicas write (the redis and
-	// none modes), since this replica's cache may lag behind their records.
+	// none modes), since this replica's store may lag behind their records.
 	VerifyRestarts bool
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
@@ -111,24 +101,9 @@ type Config struct {
 	HeldRetry time.Duration
 }
 
-// Setup registers the field indexes, the informers and the controller with
-// mgr.
-func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
-	for _, kind := range workload.Kinds {
-		for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-			if err := mgr.GetFieldIndexer().IndexField(ctx, kind.New(), indexFor(rk), indexer(rk)); err != nil {
-				return fmt.Errorf("index %s by %s: %w", kind.Name, rk, err)
-			}
-		}
-	}
-	// Create the ConfigMap and Secret informers now, so that they start and
-	// sync with the cache (and /readyz waits for them) on standbys too.
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("informer for %T: %w", obj, err)
-		}
-	}
-
+// Setup registers the controller with mgr. Its sources are the informers of
+// st, which must be added to mgr too (it runs on every replica).
+func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Locker == nil {
 		cfg.Locker = lock.Local{}
 	}
@@ -136,7 +111,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		cfg.HeldRetry = time.Second
 	}
 	r := &Reconciler{
-		Cache:    mgr.GetCache(),
+		Store:    st,
 		Client:   mgr.GetClient(),
 		Fresh:    mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("watcher"),
@@ -162,33 +137,45 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 			}
 			return log
 		})
+	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	for _, kind := range workload.Kinds {
-		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](
-			mgr.GetCache(), kind.New(), workloadHandler(kind.Name),
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		for _, inf := range st.Informers(kind.Name) {
+			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name), changed))
+		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
-		var obj client.Object = &corev1.ConfigMap{}
-		if rk == refs.Secret {
-			obj = &corev1.Secret{}
+		for _, inf := range st.Informers(string(rk)) {
+			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
-		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), obj, h.funcs()))
 	}
 	return b.Complete(r)
 }
 
-// indexer returns the index function listing the objects of kind a workload
-// uses.
-func indexer(kind refs.Kind) client.IndexerFunc {
-	return func(obj client.Object) []string {
-		tmpl, err := workload.PodTemplate(obj)
-		if err != nil {
-			return nil
-		}
-		return refs.Names(obj.GetNamespace(), kind, &tmpl.Spec)
+// syncingInformer is a source on a store informer that the controller waits
+// for before it starts its workers, like the sources of controller-runtime's
+// own cache: a change is never processed against a half-filled index.
+type syncingInformer struct {
+	source.TypedInformer[client.Object, Request]
+	inf toolscache.SharedIndexInformer
+}
+
+func syncing(inf toolscache.SharedIndexInformer, h handler.TypedEventHandler[client.Object, Request], p ...predicate.TypedPredicate[client.Object]) *syncingInformer {
+	return &syncingInformer{
+		TypedInformer: source.TypedInformer[client.Object, Request]{Informer: inf, Handler: h, Predicates: p},
+		inf:           inf,
 	}
 }
+
+// WaitForSync implements source.TypedSyncingSource.
+func (s *syncingInformer) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
+		return fmt.Errorf("informer did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+var _ source.TypedSyncingSource[Request] = (*syncingInformer)(nil)
 
 // workloadHandler enqueues a workload when it is created (adoption, and the
 // start-up check of changes made while watcher was down) and when its

@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/watcher-dev/watcher/internal/store"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +20,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// TestVerifyRestarts: a replica whose cache still holds an older ConfigMap
+// TestVerifyRestarts: a replica whose store still holds an older ConfigMap
 // than the one another replica recorded on the workload must not roll the
 // workload back to it when it verifies restarts; without verification it
 // would.
@@ -38,14 +42,22 @@ func TestVerifyRestarts(t *testing.T) {
 		verify      bool
 		wantRestart bool
 	}{{verify: true, wantRestart: false}, {verify: false, wantRestart: true}} {
-		stale, _ := hasher.TransformConfigMap(cm("v2"))
-		cache := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), stale.(client.Object)).Build()
+		ctx, cancel := context.WithCancel(context.Background())
+		st, err := store.New(kubefake.NewClientset(dep.DeepCopy(), cm("v2")), store.Options{Hasher: hasher, WorkloadAnnotations: []string{plan.RecordAnnotation, plan.HashKeyAnnotation}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = st.Start(ctx) }()
+		if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
+			t.Fatal("store did not sync")
+		}
 		apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
-		r := &Reconciler{Cache: cache, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
+		r := &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
 			Config: Config{Annotation: "require-restart", Hasher: hasher, VerifyRestarts: tt.verify}}
-		if err := r.reconcileWorkload(context.Background(), workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}); err != nil {
+		if err := r.reconcileWorkload(ctx, workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}); err != nil {
 			t.Fatalf("verify=%v: %v", tt.verify, err)
 		}
+		cancel()
 		var got appsv1.Deployment
 		if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
 			t.Fatal(err)

@@ -2,112 +2,119 @@ package hash
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/watcher-dev/watcher/internal/slim"
 )
 
-// SumAnnotation marks a cached object whose data has been replaced by its
-// digest and holds the digest's Sum. The key is deliberately not a valid
-// annotation key (it has two slashes), so no object coming from the API server
-// can carry it: that is how the transforms tell a digest from real data, and
-// why applying them twice is harmless (client-go may do so).
-const SumAnnotation = "watcher.dev/digest/sha256"
-
-// lastApplied is written by `kubectl apply` and holds a full copy of the
-// object, Secret values included.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// TransformConfigMap is a cache transform that replaces a ConfigMap's data
-// and binaryData with their digest (see FromObject).
-func (h *Hasher) TransformConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || digested(cm.Annotations) {
-		return obj, nil
-	}
-	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	d := h.Of(data)
-	cm.Data, cm.BinaryData = d.Keys, nil
-	stripMetadata(cm, d.Sum)
-	return cm, nil
-}
-
-// TransformSecret is a cache transform that replaces a Secret's data with its
-// digest (see FromObject).
-func (h *Hasher) TransformSecret(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok || digested(s.Annotations) {
-		return obj, nil
-	}
-	d := h.Of(s.Data)
-	s.Data = make(map[string][]byte, len(d.Keys))
-	for k, h := range d.Keys {
-		s.Data[k] = []byte(h)
-	}
-	s.StringData = nil
-	stripMetadata(s, d.Sum)
-	return s, nil
-}
-
-// Transform applies TransformConfigMap or TransformSecret, whichever fits
-// obj.
-func (h *Hasher) Transform(obj any) (any, error) {
-	if _, ok := obj.(*corev1.Secret); ok {
-		return h.TransformSecret(obj)
-	}
-	return h.TransformConfigMap(obj)
-}
-
-var (
-	_ toolscache.TransformFunc = (*Hasher)(nil).TransformConfigMap
-	_ toolscache.TransformFunc = (*Hasher)(nil).TransformSecret
+// The annotations that carry a digest on the PartialObjectMetadata watcher
+// keeps of a ConfigMap or Secret. The keys are deliberately not valid
+// annotation keys (they have two slashes), so no object coming from the API
+// server can carry them: a digest can never be mistaken for real data.
+const (
+	// SumAnnotation holds Digest.Sum.
+	SumAnnotation = "watcher.dev/digest/sha256"
+	// KeysAnnotation holds Digest.Keys as "key=hash,key=hash", sorted.
+	KeysAnnotation = "watcher.dev/digest/keys"
 )
 
-func digested(annotations map[string]string) bool {
-	_, ok := annotations[SumAnnotation]
-	return ok
-}
-
-func stripMetadata(obj metav1.Object, sum string) {
-	obj.SetManagedFields(nil)
-	a := obj.GetAnnotations()
-	delete(a, lastApplied)
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[SumAnnotation] = sum
-	obj.SetAnnotations(a)
-}
-
-// FromObject returns the digest of a ConfigMap or Secret that went through
-// TransformConfigMap or TransformSecret. It fails for any other object, so a
-// caller can never mistake real data for a digest.
-func FromObject(obj any) (Digest, error) {
+// OfObject returns the digest of the content of a ConfigMap (data and
+// binaryData) or Secret (data).
+func (h *Hasher) OfObject(obj any) (Digest, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		sum, ok := o.Annotations[SumAnnotation]
-		if !ok {
-			return Digest{}, fmt.Errorf("configmap %s/%s has no digest", o.Namespace, o.Name)
-		}
-		return Digest{Sum: sum, Keys: o.Data}, nil
-	case *corev1.Secret:
-		sum, ok := o.Annotations[SumAnnotation]
-		if !ok {
-			return Digest{}, fmt.Errorf("secret %s/%s has no digest", o.Namespace, o.Name)
-		}
-		keys := make(map[string]string, len(o.Data))
+		data := make(map[string][]byte, len(o.Data)+len(o.BinaryData))
 		for k, v := range o.Data {
-			keys[k] = string(v)
+			data[k] = []byte(v)
 		}
-		return Digest{Sum: sum, Keys: keys}, nil
+		for k, v := range o.BinaryData {
+			data[k] = v
+		}
+		return h.Of(data), nil
+	case *corev1.Secret:
+		return h.Of(o.Data), nil
 	default:
 		return Digest{}, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
 	}
+}
+
+// Transform returns a cache transform that replaces a ConfigMap or Secret
+// by a PartialObjectMetadata holding its trimmed metadata (slim.Meta, with
+// the annotations in keep) and its digest. The content is dropped; nothing
+// of it but the keyed hashes stays in memory. Objects already transformed,
+// and any other object, pass through unchanged.
+func (h *Hasher) Transform(keep ...string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		var meta *metav1.ObjectMeta
+		var kind string
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			meta, kind = &o.ObjectMeta, "ConfigMap"
+		case *corev1.Secret:
+			meta, kind = &o.ObjectMeta, "Secret"
+		default:
+			return obj, nil
+		}
+		d, err := h.OfObject(obj)
+		if err != nil {
+			return nil, err
+		}
+		out := &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+			ObjectMeta: slim.Meta(*meta, keep),
+		}
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, 2)
+		}
+		out.Annotations[SumAnnotation] = d.Sum
+		out.Annotations[KeysAnnotation] = encodeKeys(d.Keys)
+		return out, nil
+	}
+}
+
+// FromObject returns the digest an object made by Transform carries. It
+// fails for any other object, so a caller can never mistake real data for
+// a digest.
+func FromObject(obj metav1.Object) (Digest, error) {
+	a := obj.GetAnnotations()
+	sum, ok := a[SumAnnotation]
+	keys, ok2 := a[KeysAnnotation]
+	if !ok || !ok2 {
+		return Digest{}, fmt.Errorf("%s/%s carries no digest", obj.GetNamespace(), obj.GetName())
+	}
+	d := Digest{Sum: sum, Keys: map[string]string{}}
+	if keys == "" {
+		return d, nil
+	}
+	for _, kv := range strings.Split(keys, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return Digest{}, fmt.Errorf("%s/%s: bad digest entry %q", obj.GetNamespace(), obj.GetName(), kv)
+		}
+		d.Keys[k] = v
+	}
+	return d, nil
+}
+
+// encodeKeys writes key hashes as "key=hash,key=hash", sorted. ConfigMap
+// and Secret keys cannot hold "=" or ",".
+func encodeKeys(keys map[string]string) string {
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, k := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + keys[k])
+	}
+	return b.String()
 }

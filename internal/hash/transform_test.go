@@ -3,6 +3,7 @@ package hash_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
@@ -11,7 +12,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/internal/hash"
 )
@@ -23,288 +23,148 @@ const (
 
 func meta(annotations map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
-		Name: "app", Namespace: "ns", ResourceVersion: "42",
+		Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42",
 		Labels:        map[string]string{"app": "web"},
 		Annotations:   annotations,
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
 	}
 }
 
-// wantMeta is meta after a transform: managed fields and last-applied gone,
-// the Sum annotation added.
-func wantMeta(sum string, annotations map[string]string) metav1.ObjectMeta {
-	a := map[string]string{hash.SumAnnotation: sum}
-	for k, v := range annotations {
+// want is what Transform must make of an object with meta(...): trimmed
+// metadata with the kept annotation and the digest.
+func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObjectMetadata {
+	a := map[string]string{hash.SumAnnotation: d.Sum}
+	var pairs []string
+	for k, v := range d.Keys {
+		pairs = append(pairs, k+"="+v)
+	}
+	sort.Strings(pairs)
+	a[hash.KeysAnnotation] = strings.Join(pairs, ",")
+	for k, v := range keep {
 		a[k] = v
 	}
-	return metav1.ObjectMeta{
-		Name: "app", Namespace: "ns", ResourceVersion: "42",
-		Labels: map[string]string{"app": "web"}, Annotations: a,
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Annotations: a},
 	}
 }
 
-func TestTransformConfigMap(t *testing.T) {
-	immutable := true
+func TestTransform(t *testing.T) {
+	transform := hasher.Transform("require-restart")
 	tests := []struct {
 		name string
-		in   *corev1.ConfigMap
-		want *corev1.ConfigMap
-	}{
-		{
-			name: "data and binaryData",
-			in: &corev1.ConfigMap{
-				ObjectMeta: meta(map[string]string{lastApplied: `{"data":{"a":"1"}}`, "team": "x"}),
-				Data:       map[string]string{"a": "1", "b": "2"},
-				BinaryData: map[string][]byte{"c": {0, 1}},
-				Immutable:  &immutable,
-			},
-			want: &corev1.ConfigMap{
-				ObjectMeta: wantMeta(wantSum("a", "1", "b", "2", "c", "\x00\x01"), map[string]string{"team": "x"}),
-				Data:       map[string]string{"a": keyHash("1"), "b": keyHash("2"), "c": keyHash("\x00\x01")},
-				Immutable:  &immutable,
-			},
+		in   any
+		want *metav1.PartialObjectMetadata
+	}{{
+		name: "configmap data and binaryData",
+		in: &corev1.ConfigMap{
+			ObjectMeta: meta(map[string]string{lastApplied: `{"data":{"a":"1"}}`, "team": "x", "require-restart": "false"}),
+			Data:       map[string]string{"a": "1", "b": "2"},
+			BinaryData: map[string][]byte{"c": {0, 1}},
 		},
-		{
-			name: "no annotations",
-			in:   &corev1.ConfigMap{ObjectMeta: meta(nil), Data: map[string]string{"a": "1"}},
-			want: &corev1.ConfigMap{ObjectMeta: wantMeta(wantSum("a", "1"), nil), Data: map[string]string{"a": keyHash("1")}},
+		want: want("ConfigMap", map[string]string{"require-restart": "false"},
+			hasher.Of(map[string][]byte{"a": []byte("1"), "b": []byte("2"), "c": {0, 1}})),
+	}, {
+		name: "empty configmap",
+		in:   &corev1.ConfigMap{ObjectMeta: meta(nil)},
+		want: want("ConfigMap", nil, hasher.Of(nil)),
+	}, {
+		name: "secret",
+		in: &corev1.Secret{
+			ObjectMeta: meta(map[string]string{lastApplied: `{"stringData":{"pass":"` + password + `"}}`}),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"user": []byte("admin"), "pass": []byte(password)},
 		},
-		{
-			name: "no data",
-			in:   &corev1.ConfigMap{ObjectMeta: meta(map[string]string{lastApplied: "{}"})},
-			want: &corev1.ConfigMap{ObjectMeta: wantMeta(wantSum(), nil), Data: map[string]string{}},
-		},
-		{
-			name: "already digested: unchanged",
-			in: &corev1.ConfigMap{
-				ObjectMeta: meta(map[string]string{hash.SumAnnotation: "s", lastApplied: "{}"}),
-				Data:       map[string]string{"a": "1"},
-			},
-			want: &corev1.ConfigMap{
-				ObjectMeta: meta(map[string]string{hash.SumAnnotation: "s", lastApplied: "{}"}),
-				Data:       map[string]string{"a": "1"},
-			},
-		},
-	}
+		want: want("Secret", nil, hasher.Of(map[string][]byte{"user": []byte("admin"), "pass": []byte(password)})),
+	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := hasher.TransformConfigMap(tt.in)
-			if err != nil {
-				t.Fatalf("TransformConfigMap() error: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("TransformConfigMap() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestTransformSecret(t *testing.T) {
-	tests := []struct {
-		name string
-		in   *corev1.Secret
-		want *corev1.Secret
-	}{
-		{
-			name: "data and stringData",
-			in: &corev1.Secret{
-				ObjectMeta: meta(map[string]string{lastApplied: `{"stringData":{"p":"x"}}`, "team": "x"}),
-				Type:       corev1.SecretTypeOpaque,
-				Data:       map[string][]byte{"user": []byte("admin"), "pass": []byte(password)},
-				StringData: map[string]string{"p": password},
-			},
-			want: &corev1.Secret{
-				ObjectMeta: wantMeta(wantSum("pass", password, "user", "admin"), map[string]string{"team": "x"}),
-				Type:       corev1.SecretTypeOpaque,
-				Data:       map[string][]byte{"user": []byte(keyHash("admin")), "pass": []byte(keyHash(password))},
-			},
-		},
-		{
-			name: "no data",
-			in:   &corev1.Secret{ObjectMeta: meta(nil), Type: corev1.SecretTypeTLS},
-			want: &corev1.Secret{ObjectMeta: wantMeta(wantSum(), nil), Type: corev1.SecretTypeTLS, Data: map[string][]byte{}},
-		},
-		{
-			name: "already digested: unchanged",
-			in:   &corev1.Secret{ObjectMeta: meta(map[string]string{hash.SumAnnotation: "s"}), Data: map[string][]byte{"a": []byte("1")}},
-			want: &corev1.Secret{ObjectMeta: meta(map[string]string{hash.SumAnnotation: "s"}), Data: map[string][]byte{"a": []byte("1")}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := hasher.TransformSecret(tt.in)
-			if err != nil {
-				t.Fatalf("TransformSecret() error: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("TransformSecret() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestTransformIdempotent(t *testing.T) {
-	cmObj := &corev1.ConfigMap{ObjectMeta: meta(map[string]string{lastApplied: "{}"}), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {2}}}
-	secObj := &corev1.Secret{ObjectMeta: meta(map[string]string{lastApplied: "{}"}), Data: map[string][]byte{"a": []byte(password)}}
-	for _, tc := range []struct {
-		name string
-		fn   toolscache.TransformFunc
-		obj  any
-		copy func(any) any
-	}{
-		{"configmap", hasher.TransformConfigMap, cmObj, func(o any) any { return o.(*corev1.ConfigMap).DeepCopy() }},
-		{"secret", hasher.TransformSecret, secObj, func(o any) any { return o.(*corev1.Secret).DeepCopy() }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			once, err := tc.fn(tc.obj)
+			got, err := transform(tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := tc.copy(once)
-			twice, err := tc.fn(once)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Transform() mismatch (-want +got):\n%s", diff)
+			}
+			again, err := transform(got)
+			if err != nil || !cmp.Equal(got, again) {
+				t.Errorf("Transform is not idempotent (%v):\n%s", err, cmp.Diff(got, again))
+			}
+			d, err := hash.FromObject(got.(*metav1.PartialObjectMetadata))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, twice); diff != "" {
-				t.Errorf("second transform changed the object (-once +twice):\n%s", diff)
+			if d.Sum != tt.want.Annotations[hash.SumAnnotation] || len(d.Keys) != strings.Count(tt.want.Annotations[hash.KeysAnnotation], "=") {
+				t.Errorf("FromObject() = %+v", d)
 			}
 		})
 	}
 }
 
-// TestTransformSecretLeaksNothing checks that no form of the secret value
-// survives anywhere in the cached object.
-func TestTransformSecretLeaksNothing(t *testing.T) {
-	applied, _ := json.Marshal(map[string]any{"stringData": map[string]string{"password": password}})
+// TestTransformLeaksNothing: nothing of a Secret's value survives, raw or
+// base64, not even through the last-applied copy kubectl keeps.
+func TestTransformLeaksNothing(t *testing.T) {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "db", Namespace: "ns",
-			Annotations: map[string]string{lastApplied: string(applied)},
-			ManagedFields: []metav1.ManagedFieldsEntry{{
-				Manager:  "kubectl",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:password":{}},"f:stringData":{"f:x":"` + password + `"}}`)},
-			}},
-		},
-		Data:       map[string][]byte{"password": []byte(password)},
-		StringData: map[string]string{"password": password},
+		ObjectMeta: meta(map[string]string{lastApplied: `{"stringData":{"pass":"` + password + `"}}`}),
+		Data:       map[string][]byte{"pass": []byte(password)},
 	}
-	got, err := hasher.TransformSecret(s)
+	got, err := hasher.Transform()(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, form := range []string{password, base64.StdEncoding.EncodeToString([]byte(password))} {
-		if strings.Contains(string(b), form) {
-			t.Errorf("transformed secret contains %q: %s", form, b)
+	b, _ := json.Marshal(got)
+	for _, leak := range []string{password, base64.StdEncoding.EncodeToString([]byte(password))} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("transformed object holds %q: %s", leak, b)
 		}
 	}
 }
 
-func TestTransformConfigMapDataAndBinaryDataAgree(t *testing.T) {
-	text, _ := hasher.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v", "l": "w"}})
-	binary, _ := hasher.TransformConfigMap(&corev1.ConfigMap{BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
-	mixed, _ := hasher.TransformConfigMap(&corev1.ConfigMap{Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"l": []byte("w")}})
-	want, err := hash.FromObject(text)
-	if err != nil {
-		t.Fatal(err)
+// TestDataAndBinaryDataAgree: the same bytes under data or binaryData are
+// the same content.
+func TestDataAndBinaryDataAgree(t *testing.T) {
+	a, _ := hasher.OfObject(&corev1.ConfigMap{Data: map[string]string{"k": "v", "l": "w"}})
+	b, _ := hasher.OfObject(&corev1.ConfigMap{BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
+	c, _ := hasher.OfObject(&corev1.ConfigMap{Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"l": []byte("w")}})
+	s, _ := hasher.OfObject(&corev1.Secret{Data: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
+	if a.Sum != b.Sum || a.Sum != c.Sum || a.Sum != s.Sum {
+		t.Errorf("sums differ: %s %s %s %s", a.Sum, b.Sum, c.Sum, s.Sum)
 	}
-	for name, obj := range map[string]any{"binaryData": binary, "mixed": mixed} {
-		got, err := hash.FromObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s digest differs from data digest (-data +%s):\n%s", name, name, diff)
-		}
-	}
-}
-
-func TestFromObjectRoundTrip(t *testing.T) {
-	content := map[string]string{"a": "1", "b": "two", "c": ""}
-	want := hasher.Of(bytesOf(content))
-	cmObj, _ := hasher.TransformConfigMap(&corev1.ConfigMap{ObjectMeta: meta(nil), Data: content})
-	secObj, _ := hasher.TransformSecret(&corev1.Secret{ObjectMeta: meta(nil), Data: bytesOf(content)})
-	for name, obj := range map[string]any{"configmap": cmObj, "secret": secObj} {
-		got, err := hash.FromObject(obj)
-		if err != nil {
-			t.Fatalf("%s: FromObject() error: %v", name, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: FromObject() mismatch (-want +got):\n%s", name, diff)
-		}
+	if _, err := hasher.OfObject(&corev1.Pod{}); err == nil {
+		t.Error("OfObject(Pod): no error")
 	}
 }
 
 func TestFromObjectErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		obj     any
-		wantErr string
-	}{
-		{"untransformed configmap", &corev1.ConfigMap{ObjectMeta: meta(nil), Data: map[string]string{"a": "1"}}, "configmap ns/app has no digest"},
-		{"untransformed secret", &corev1.Secret{ObjectMeta: meta(map[string]string{"x": "y"}), Data: map[string][]byte{"a": []byte(password)}}, "secret ns/app has no digest"},
-		{"pod", &corev1.Pod{}, "*v1.Pod is not a ConfigMap or Secret"},
-		{"configmap value, not pointer", corev1.ConfigMap{}, "v1.ConfigMap is not a ConfigMap or Secret"},
-		{"nil", nil, "is not a ConfigMap or Secret"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, err := hash.FromObject(tt.obj)
-			if err == nil {
-				t.Fatalf("FromObject() = %+v, want an error", d)
-			}
-			if !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("FromObject() error = %q, want it to contain %q", err, tt.wantErr)
-			}
-			if strings.Contains(err.Error(), password) {
-				t.Errorf("FromObject() error leaks the secret value: %q", err)
-			}
-			if !cmp.Equal(d, hash.Digest{}) {
-				t.Errorf("FromObject() digest = %+v on error, want zero", d)
-			}
-		})
+	for name, a := range map[string]map[string]string{
+		"no annotations": nil,
+		"sum only":       {hash.SumAnnotation: "abc"},
+		"keys only":      {hash.KeysAnnotation: "a=1"},
+		"bad entry":      {hash.SumAnnotation: "abc", hash.KeysAnnotation: "a"},
+	} {
+		if _, err := hash.FromObject(&metav1.ObjectMeta{Annotations: a}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
 }
 
 func TestTransformOtherTypesUnchanged(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: meta(map[string]string{lastApplied: "{}"})}
-	secret := &corev1.Secret{ObjectMeta: meta(map[string]string{lastApplied: "{}"}), Data: map[string][]byte{"a": []byte("1")}}
-	configMap := &corev1.ConfigMap{ObjectMeta: meta(map[string]string{lastApplied: "{}"}), Data: map[string]string{"a": "1"}}
-	tombstone := toolscache.DeletedFinalStateUnknown{Key: "ns/app", Obj: configMap.DeepCopy()}
-	tests := []struct {
-		name string
-		fn   toolscache.TransformFunc
-		obj  any
-		want any
-	}{
-		{"pod to configmap transform", hasher.TransformConfigMap, pod, pod.DeepCopy()},
-		{"pod to secret transform", hasher.TransformSecret, pod, pod.DeepCopy()},
-		{"secret to configmap transform", hasher.TransformConfigMap, secret, secret.DeepCopy()},
-		{"configmap to secret transform", hasher.TransformSecret, configMap, configMap.DeepCopy()},
-		{"tombstone", hasher.TransformConfigMap, tombstone, toolscache.DeletedFinalStateUnknown{Key: "ns/app", Obj: configMap.DeepCopy()}},
-		{"nil", hasher.TransformSecret, nil, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.fn(tt.obj)
-			if err != nil {
-				t.Fatalf("transform error: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("transform changed a %T (-want +got):\n%s", tt.obj, diff)
-			}
-		})
+	pod := &corev1.Pod{ObjectMeta: meta(nil)}
+	for _, in := range []any{pod, "text", nil} {
+		got, err := hasher.Transform()(in)
+		if err != nil || !cmp.Equal(in, got) {
+			t.Errorf("Transform(%T) = %v, %v", in, got, err)
+		}
 	}
 }
 
-// TestSumAnnotationIsInvalid checks the premise the transforms rely on: the
-// API server rejects SumAnnotation, so only a transform can have set it.
-func TestSumAnnotationIsInvalid(t *testing.T) {
-	errs := apivalidation.ValidateAnnotations(map[string]string{hash.SumAnnotation: "x"}, field.NewPath("metadata", "annotations"))
-	if len(errs) == 0 {
-		t.Errorf("annotation key %q is accepted by the API server's validation", hash.SumAnnotation)
+// TestDigestAnnotationsAreInvalid: the API server would refuse an object
+// carrying the digest annotations, so none can come from it.
+func TestDigestAnnotationsAreInvalid(t *testing.T) {
+	for _, key := range []string{hash.SumAnnotation, hash.KeysAnnotation} {
+		errs := apivalidation.ValidateAnnotations(map[string]string{key: "x"}, field.NewPath("metadata", "annotations"))
+		if len(errs) == 0 {
+			t.Errorf("%s is a valid annotation key", key)
+		}
 	}
 }

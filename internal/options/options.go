@@ -58,6 +58,8 @@ type Options struct {
 	// /healthz and /readyz; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
+	// PprofAddr serves Go's /debug/pprof; "0" (the default) disables.
+	PprofAddr string
 	// LogFormat is "text" or "json"; LogLevel is "debug", "info" or "error".
 	LogFormat string
 	LogLevel  string
@@ -131,6 +133,7 @@ func Defaults() *Options {
 		PrintInterval:             100 * time.Second,
 		MetricsAddr:               ":8080",
 		HealthAddr:                ":8081",
+		PprofAddr:                 "0",
 		LogFormat:                 "text",
 		LogLevel:                  "info",
 		QPS:                       50,
@@ -175,6 +178,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)
 	bind((*stringValue)(&o.HealthAddr), "health-addr", "HEALTH_ADDR", `address of /healthz and /readyz; "0" disables`)
+	bind((*stringValue)(&o.PprofAddr), "pprof-addr", "PPROF_ADDR", `address of Go's /debug/pprof profiles, for diagnosis; "0" disables`)
 	bind(oneOf{&o.LogFormat, []string{"text", "json"}}, "log-format", "LOG_FORMAT", "log format")
 	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
 	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")

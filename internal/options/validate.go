@@ -47,6 +47,7 @@ func (o *Options) Validate() error {
 	for _, a := range []struct{ flag, env, addr string }{
 		{"metrics-addr", "METRICS_ADDR", o.MetricsAddr},
 		{"health-addr", "HEALTH_ADDR", o.HealthAddr},
+		{"pprof-addr", "PPROF_ADDR", o.PprofAddr},
 	} {
 		if err := checkAddr(a.addr); err != nil {
 			bad(a.flag, a.env, `want host:port, :port or "0": %v`, err)

@@ -19,11 +19,13 @@
 // whole volumes, so added and removed keys count). Entries for references no
 // longer in the pod spec are dropped. Then, for the workload:
 //
-//	workload opted out    record      action
-//	yes                   present     Forget: remove the record
-//	yes                   absent      None
-//	no                    absent      Adopt: write the record, no rollout
-//	no                    present     Restart if any change; Refresh if only
+//	workload              record      action
+//	opted out, or uses    present     Forget: remove the record
+//	  nothing
+//	opted out, or uses    absent      None
+//	  nothing
+//	uses something        absent      Adopt: write the record, no rollout
+//	uses something        present     Restart if any change; Refresh if only
 //	                                  the record differs; None otherwise
 package plan
 
@@ -104,7 +106,7 @@ type Plan struct {
 // Decide returns the plan for one workload. See the package comment for the
 // rules.
 func Decide(in Input) Plan {
-	if in.OptedOut {
+	if in.OptedOut || len(in.Refs) == 0 {
 		if in.Recorded != nil {
 			return Plan{Action: Forget}
 		}

@@ -184,14 +184,14 @@ func TestDecide(t *testing.T) {
 			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{cmA: entry("k", "1"), secA: nil}},
 		},
 		{
-			name: "record absent, no references: adopt an empty record",
+			name: "record absent, no references: none (nothing to record)",
 			in:   plan.Input{},
-			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{}},
+			want: plan.Plan{Action: plan.None},
 		},
 		{
-			name: "empty record, no references: none",
-			in:   plan.Input{Recorded: plan.Record{}},
-			want: plan.Plan{Action: plan.None},
+			name: "record present, no references any more: forget",
+			in:   plan.Input{Recorded: plan.Record{cmA: entry("k", "1")}},
+			want: plan.Plan{Action: plan.Forget},
 		},
 
 		// Per-key decisions.

@@ -14,8 +14,10 @@
 package refs
 
 import (
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -66,18 +68,6 @@ func FromPodSpec(spec *corev1.PodSpec) []Ref {
 		c.volume(&spec.Volumes[i].VolumeSource)
 	}
 	return c.refs()
-}
-
-// Names returns the "namespace/name" of every object of kind that spec uses:
-// the values of the workload index.
-func Names(namespace string, kind Kind, spec *corev1.PodSpec) []string {
-	var out []string
-	for _, r := range FromPodSpec(spec) {
-		if r.Kind == kind {
-			out = append(out, namespace+"/"+r.Name)
-		}
-	}
-	return out
 }
 
 type usage struct {
@@ -175,4 +165,46 @@ func (c collector) refs() []Ref {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out
+}
+
+// Encode writes refs compactly, e.g. "ConfigMap/cfg:*;Secret/tls:ca.crt,tls.key":
+// kind and name, then "*" for every key or the keys read. Names and keys
+// cannot hold ";", ":", "," or "*", so the form is unambiguous.
+func Encode(rs []Ref) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(r.ID())
+		b.WriteByte(':')
+		if r.AllKeys {
+			b.WriteByte('*')
+		} else {
+			b.WriteString(strings.Join(r.Keys, ","))
+		}
+	}
+	return b.String()
+}
+
+// Decode reads what Encode wrote.
+func Decode(s string) ([]Ref, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ";")
+	out := make([]Ref, 0, len(parts))
+	for _, p := range parts {
+		id, keys, ok := strings.Cut(p, ":")
+		kind, name, ok2 := strings.Cut(id, "/")
+		if !ok || !ok2 || (Kind(kind) != ConfigMap && Kind(kind) != Secret) || name == "" {
+			return nil, fmt.Errorf("decode references: bad entry %q", p)
+		}
+		r := Ref{Kind: Kind(kind), Name: name, AllKeys: keys == "*"}
+		if !r.AllKeys && keys != "" {
+			r.Keys = strings.Split(keys, ",")
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

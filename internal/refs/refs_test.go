@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -258,31 +259,27 @@ func TestRefID(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	spec := &corev1.PodSpec{
-		Containers: []corev1.Container{{
-			Env:     []corev1.EnvVar{envCM("b", "k"), envCM("b", "l"), envSecret("shared", "k")},
-			EnvFrom: []corev1.EnvFromSource{fromCM("shared"), fromSecret("creds")},
-		}},
-		Volumes: []corev1.Volume{volCM("a"), volCM("b")},
+func TestEncodeDecode(t *testing.T) {
+	for _, rs := range [][]refs.Ref{
+		nil,
+		{{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true}},
+		{{Kind: refs.ConfigMap, Name: "a", Keys: []string{"k.1", "k-2"}}, {Kind: refs.Secret, Name: "b", AllKeys: true}, {Kind: refs.Secret, Name: "c", Keys: nil}},
+	} {
+		s := refs.Encode(rs)
+		got, err := refs.Decode(s)
+		if err != nil {
+			t.Fatalf("Decode(%q): %v", s, err)
+		}
+		if diff := cmp.Diff(rs, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("round trip of %q (-want +got):\n%s", s, diff)
+		}
 	}
-	tests := []struct {
-		name string
-		kind refs.Kind
-		spec *corev1.PodSpec
-		want []string
-	}{
-		{"configmaps, sorted, once each", refs.ConfigMap, spec, []string{"ns/a", "ns/b", "ns/shared"}},
-		{"secrets", refs.Secret, spec, []string{"ns/creds", "ns/shared"}},
-		{"no secret used: nil", refs.Secret, volumes(volCM("a")), nil},
-		{"nothing used: nil", refs.ConfigMap, &corev1.PodSpec{}, nil},
+	if got := refs.Encode([]refs.Ref{{Kind: refs.ConfigMap, Name: "a", AllKeys: true}, {Kind: refs.Secret, Name: "b", Keys: []string{"x", "y"}}}); got != "ConfigMap/a:*;Secret/b:x,y" {
+		t.Errorf("Encode = %q", got)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := refs.Names("ns", tt.kind, tt.spec)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Names() mismatch (-want +got):\n%s", diff)
-			}
-		})
+	for _, bad := range []string{"ConfigMap/a", "Pod/a:*", "ConfigMap/:*", "a:b"} {
+		if _, err := refs.Decode(bad); err == nil {
+			t.Errorf("Decode(%q): no error", bad)
+		}
 	}
 }

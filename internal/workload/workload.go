@@ -6,27 +6,47 @@ package workload
 
 import (
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/refs"
 )
 
 // Kind describes one workload kind.
 type Kind struct {
 	// Name is the Kubernetes kind, e.g. "Deployment".
-	Name string
+	Name       string
+	APIVersion string
 	// New returns an empty object of the kind.
 	New func() client.Object
 	// NewList returns an empty list of the kind.
 	NewList func() client.ObjectList
+	// NewInformer returns a client-go informer of the kind.
+	NewInformer func(kubernetes.Interface, string, internalinterfaces.InformerOptions) toolscache.SharedIndexInformer
 }
 
 // Kinds are the workload kinds watcher restarts.
 var Kinds = []Kind{
-	{"Deployment", func() client.Object { return &appsv1.Deployment{} }, func() client.ObjectList { return &appsv1.DeploymentList{} }},
-	{"StatefulSet", func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }},
-	{"DaemonSet", func() client.Object { return &appsv1.DaemonSet{} }, func() client.ObjectList { return &appsv1.DaemonSetList{} }},
+	{"Deployment", "apps/v1", func() client.Object { return &appsv1.Deployment{} }, func() client.ObjectList { return &appsv1.DeploymentList{} }, appsinformers.NewDeploymentInformerWithOptions},
+	{"StatefulSet", "apps/v1", func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }, appsinformers.NewStatefulSetInformerWithOptions},
+	{"DaemonSet", "apps/v1", func() client.Object { return &appsv1.DaemonSet{} }, func() client.ObjectList { return &appsv1.DaemonSetList{} }, appsinformers.NewDaemonSetInformerWithOptions},
+}
+
+// KindOf returns the Kind of a typed workload object.
+func KindOf(obj client.Object) (Kind, bool) {
+	for _, k := range Kinds {
+		if reflect.TypeOf(k.New()) == reflect.TypeOf(obj) {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // ByName returns the Kind called name.
@@ -67,4 +87,24 @@ func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name 
 // KeyOf returns the Key of a workload object.
 func KeyOf(kind string, obj client.Object) Key {
 	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// RefsAnnotation holds, on a workload in watcher's cache, its references
+// (refs.Encode) in place of its pod template, which the cache does not keep.
+// Like hash.SumAnnotation, the key is not a valid annotation key, so no
+// object from the API server can carry it.
+const RefsAnnotation = "watcher.dev/cached/refs"
+
+// Refs returns the ConfigMaps and Secrets a workload uses: from
+// RefsAnnotation on a cached workload, from its pod template on one read
+// from the API server.
+func Refs(obj client.Object) ([]refs.Ref, error) {
+	if s, ok := obj.GetAnnotations()[RefsAnnotation]; ok {
+		return refs.Decode(s)
+	}
+	tmpl, err := PodTemplate(obj)
+	if err != nil {
+		return nil, err
+	}
+	return refs.FromPodSpec(&tmpl.Spec), nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -35,12 +36,15 @@ func TestCommandLine(t *testing.T) {
 	g.Expect(start).To(HaveKeyWithValue("msg", "Starting watcher"))
 	addr, _ := start["metricsAddr"].(string)
 	g.Expect(addr).To(MatchRegexp(`^127\.0\.0\.1:[1-9][0-9]*$`), "the log says where /metrics is")
-	resp, err := http.Get("http://" + addr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	body, _ := io.ReadAll(resp.Body)
 	for _, name := range []string{"watcher_watched_objects", "watcher_leader 1", "watcher_lock_backend_up 1"} {
-		g.Expect(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)).Match(body)).To(BeTrue(), "metric %s", name)
+		g.Eventually(func() string {
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				return err.Error()
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return string(body)
+		}, 10*time.Second).Should(MatchRegexp(`(?m)^`+regexp.QuoteMeta(name)), "metric %s", name)
 	}
 }

@@ -1,0 +1,80 @@
+// Package slim trims the objects on their way into watcher's informer cache
+// down to what watcher reads, so that the cache of a cluster with tens of
+// thousands of workloads and Secrets stays small.
+//
+// What is kept:
+//
+//	object              kept
+//	any (Meta)          name, namespace, uid, resourceVersion, generation,
+//	                    deletionTimestamp, and the annotations asked for
+//	workload (Workload) the above, and in place of its spec the ConfigMaps
+//	                    and Secrets its pod template uses, as
+//	                    workload.RefsAnnotation
+//
+// Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
+// weighs over a kilobyte in memory even when empty.
+//
+// Labels are not kept: label selectors are applied by the API server.
+// Every transform here is idempotent, as client-go requires.
+package slim
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Meta returns the parts of m watcher reads, with only the annotations
+// named in keep.
+func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	for _, k := range keep {
+		if v, ok := m.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = make(map[string]string, len(keep))
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
+
+// Workload returns a transform that replaces a Deployment, StatefulSet or
+// DaemonSet by a PartialObjectMetadata holding its trimmed metadata (Meta,
+// with the annotations in keep) and, in workload.RefsAnnotation, the
+// references of its pod template. Objects already transformed, and any other
+// object, pass through unchanged.
+func Workload(keep ...string) toolscache.TransformFunc {
+	keepRefs := append(slices.Clone(keep), workload.RefsAnnotation)
+	return func(obj any) (any, error) {
+		w, ok := obj.(client.Object)
+		if !ok {
+			return obj, nil
+		}
+		kind, ok := workload.KindOf(w)
+		if !ok {
+			return obj, nil
+		}
+		rs, err := workload.Refs(w)
+		if err != nil {
+			return nil, err
+		}
+		out := &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion, Kind: kind.Name},
+			ObjectMeta: Meta(*w.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta), keepRefs),
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[workload.RefsAnnotation] = refs.Encode(rs)
+		return out, nil
+	}
+}

@@ -1,0 +1,126 @@
+package slim_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/slim"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+func cmSel(name, key string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
+}
+
+// fullSpec uses ConfigMaps and Secrets in every way, next to everything
+// else a pod spec may hold.
+func fullSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		InitContainers: []corev1.Container{{
+			Name: "init", Image: "init:1", Command: []string{"sh"},
+			Env: []corev1.EnvVar{{Name: "I", ValueFrom: cmSel("init-cm", "k")}},
+		}, {
+			Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sidecar-secret"}}}},
+		}},
+		Containers: []corev1.Container{{
+			Name: "app", Image: "app:1", Args: []string{"--big"},
+			Env: []corev1.EnvVar{
+				{Name: "PLAIN", Value: "x"},
+				{Name: "FIELD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "A", ValueFrom: cmSel("app-cm", "a")},
+				{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app-secret"}, Key: "s"}}},
+			},
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "all-cm"}}}},
+			Ports:   []corev1.ContainerPort{{ContainerPort: 80}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "empty", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}, Items: []corev1.KeyToPath{{Key: "f", Path: "f"}}}}},
+			{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
+			{Name: "proj", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-cm"}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
+			}}}},
+			{Name: "token-only", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+			}}}},
+		},
+		NodeSelector: map[string]string{"zone": "a"},
+	}
+}
+
+func fullMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
+		Labels:          map[string]string{"app": "web"},
+		Annotations:     map[string]string{"keep": "1", "drop": "2", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		OwnerReferences: []metav1.OwnerReference{{Name: "owner"}},
+	}
+}
+
+func TestWorkloadKeepsReferencesOnly(t *testing.T) {
+	transform := slim.Workload("keep", "absent")
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "b"}}, Spec: fullSpec()}
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: fullMeta(), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: tmpl}, Status: appsv1.DeploymentStatus{Replicas: 3}},
+		&appsv1.StatefulSet{ObjectMeta: fullMeta(), Spec: appsv1.StatefulSetSpec{ServiceName: "s", Template: tmpl}, Status: appsv1.StatefulSetStatus{Replicas: 3}},
+		&appsv1.DaemonSet{ObjectMeta: fullMeta(), Spec: appsv1.DaemonSetSpec{Template: tmpl}, Status: appsv1.DaemonSetStatus{NumberReady: 3}},
+	} {
+		t.Run(fmt.Sprintf("%T", obj), func(t *testing.T) {
+			wantRefs, err := workload.Refs(obj)
+			if err != nil || len(wantRefs) != 9 {
+				t.Fatalf("the fixture should use 9 objects, uses %d (%v)", len(wantRefs), err)
+			}
+			kind, _ := workload.KindOf(obj)
+			out, err := transform(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &metav1.PartialObjectMetadata{
+				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
+					Annotations: map[string]string{"keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs)}},
+			}
+			if diff := cmp.Diff(want, out); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			gotRefs, err := workload.Refs(out.(client.Object))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantRefs, gotRefs); diff != "" {
+				t.Errorf("references changed (-want +got):\n%s", diff)
+			}
+			again, err := transform(out)
+			if err != nil || !cmp.Equal(out, again) {
+				t.Errorf("not idempotent (%v):\n%s", err, cmp.Diff(out, again))
+			}
+		})
+	}
+	if got, err := transform(&corev1.Pod{}); err != nil || !cmp.Equal(got, &corev1.Pod{}) {
+		t.Errorf("a Pod: %v, %v", got, err)
+	}
+}
+
+func TestMeta(t *testing.T) {
+	got := slim.Meta(fullMeta(), []string{"keep", "absent"})
+	want := metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
+		Annotations: map[string]string{"keep": "1"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := slim.Meta(fullMeta(), nil); got.Annotations != nil {
+		t.Errorf("annotations kept: %v", got.Annotations)
+	}
+}

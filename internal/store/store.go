@@ -1,0 +1,253 @@
+// Package store holds what watcher knows of the cluster, in client-go
+// informers: every watched workload and every watched ConfigMap and Secret,
+// each kept as a small metav1.PartialObjectMetadata (see packages slim and
+// hash), never as its content.
+//
+// Workloads are indexed by the "namespace/name" of each ConfigMap and Secret
+// they use, so that the users of a changed object are found with one index
+// lookup per workload kind: no LIST call, work proportional to the users.
+//
+// One informer runs per kind and per watched namespace (one for all
+// namespaces when none is given); label selectors and the ignored namespaces
+// are applied by the API server.
+package store
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	corev1informers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/slim"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Indexes on the workload informers: the "namespace/name" of each ConfigMap,
+// respectively Secret, a workload uses.
+const (
+	IndexConfigMaps = "configMaps"
+	IndexSecrets    = "secrets"
+)
+
+// Options says what to watch.
+type Options struct {
+	// Namespaces to watch; empty: all.
+	Namespaces []string
+	// WorkloadSelector and ConfigSelector are label selectors; empty: all.
+	WorkloadSelector string
+	ConfigSelector   string
+	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces are left out.
+	IgnoreConfigMapNamespaces []string
+	IgnoreSecretNamespaces    []string
+	// Hasher digests ConfigMaps and Secrets.
+	Hasher *hash.Hasher
+	// WorkloadAnnotations and ConfigAnnotations are the annotations kept.
+	WorkloadAnnotations []string
+	ConfigAnnotations   []string
+}
+
+// Store is the set of informers.
+type Store struct {
+	// byKind maps a kind ("Deployment", "ConfigMap"...) to its informers,
+	// by namespace ("" for all).
+	byKind map[string]map[string]toolscache.SharedIndexInformer
+}
+
+// New creates the informers; Start runs them.
+func New(cs kubernetes.Interface, o Options) (*Store, error) {
+	s := &Store{byKind: map[string]map[string]toolscache.SharedIndexInformer{}}
+	namespaces := o.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	workloads := slim.Workload(o.WorkloadAnnotations...)
+	configs := o.Hasher.Transform(o.ConfigAnnotations...)
+	for _, ns := range namespaces {
+		for _, k := range workload.Kinds {
+			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
+				Indexers:         toolscache.Indexers{IndexConfigMaps: indexer(refs.ConfigMap), IndexSecrets: indexer(refs.Secret)},
+				TweakListOptions: selectors(o.WorkloadSelector, nil),
+			})
+			if err := s.add(k.Name, ns, inf, workloads); err != nil {
+				return nil, err
+			}
+		}
+		cm := corev1informers.NewConfigMapInformerWithOptions(cs, ns, internalinterfaces.InformerOptions{
+			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreConfigMapNamespaces),
+		})
+		sec := corev1informers.NewSecretInformerWithOptions(cs, ns, internalinterfaces.InformerOptions{
+			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreSecretNamespaces),
+		})
+		if err := s.add(string(refs.ConfigMap), ns, cm, configs); err != nil {
+			return nil, err
+		}
+		if err := s.add(string(refs.Secret), ns, sec, configs); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) add(kind, ns string, inf toolscache.SharedIndexInformer, transform toolscache.TransformFunc) error {
+	if err := inf.SetTransform(transform); err != nil {
+		return fmt.Errorf("informer of %s: %w", kind, err)
+	}
+	if s.byKind[kind] == nil {
+		s.byKind[kind] = map[string]toolscache.SharedIndexInformer{}
+	}
+	s.byKind[kind][ns] = inf
+	return nil
+}
+
+// selectors applies a label selector and, for ConfigMaps and Secrets, the
+// ignored namespaces, on the server side.
+func selectors(labels string, ignore []string) internalinterfaces.TweakListOptionsFunc {
+	var notIn []fields.Selector
+	for _, ns := range ignore {
+		notIn = append(notIn, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	field := fields.AndSelectors(notIn...).String()
+	return func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = labels, field
+	}
+}
+
+// indexer indexes a workload by the objects of kind it uses.
+func indexer(kind refs.Kind) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		w, ok := obj.(client.Object)
+		if !ok {
+			return nil, nil
+		}
+		uses, err := workload.Refs(w)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, r := range uses {
+			if r.Kind == kind {
+				names = append(names, w.GetNamespace()+"/"+r.Name)
+			}
+		}
+		return names, nil
+	}
+}
+
+// Informers returns the informers of kind, one per watched namespace.
+func (s *Store) Informers(kind string) []toolscache.SharedIndexInformer {
+	var out []toolscache.SharedIndexInformer
+	for _, inf := range s.byKind[kind] {
+		out = append(out, inf)
+	}
+	return out
+}
+
+// Start runs every informer until ctx is done. It implements
+// manager.Runnable and runs on every replica, leader or not, so that
+// standbys keep warm caches.
+func (s *Store) Start(ctx context.Context) error {
+	for _, infs := range s.byKind {
+		for _, inf := range infs {
+			go inf.RunWithContext(ctx)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection is false: see Start.
+func (s *Store) NeedLeaderElection() bool { return false }
+
+// HasSynced reports whether every informer has synced.
+func (s *Store) HasSynced() bool {
+	for _, infs := range s.byKind {
+		for _, inf := range infs {
+			if !inf.HasSynced() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Get returns the object of kind namespace/name, or nil if it is not there.
+// The object is the store's own: read only (DeepCopy before changing it).
+func (s *Store) Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	inf := s.informer(kind, namespace)
+	if inf == nil {
+		return nil, nil
+	}
+	obj, found, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !found {
+		return nil, err
+	}
+	return asMeta(obj)
+}
+
+// User is a workload that uses some object.
+type User struct {
+	Kind string
+	Obj  *metav1.PartialObjectMetadata
+}
+
+// Users returns the workloads that use the ConfigMap or Secret
+// namespace/name.
+func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
+	index := IndexConfigMaps
+	if kind == refs.Secret {
+		index = IndexSecrets
+	}
+	var out []User
+	for _, k := range workload.Kinds {
+		inf := s.informer(k.Name, namespace)
+		if inf == nil {
+			continue
+		}
+		objs, err := inf.GetIndexer().ByIndex(index, namespace+"/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
+		}
+		for _, o := range objs {
+			m, err := asMeta(o)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, User{Kind: k.Name, Obj: m})
+		}
+	}
+	return out, nil
+}
+
+// Count returns how many objects of kind the store holds.
+func (s *Store) Count(kind string) int {
+	n := 0
+	for _, inf := range s.byKind[kind] {
+		n += len(inf.GetStore().ListKeys())
+	}
+	return n
+}
+
+// informer returns the informer that holds objects of kind in namespace.
+func (s *Store) informer(kind, namespace string) toolscache.SharedIndexInformer {
+	infs := s.byKind[kind]
+	if inf, ok := infs[metav1.NamespaceAll]; ok {
+		return inf
+	}
+	return infs[namespace]
+}
+
+func asMeta(obj any) (*metav1.PartialObjectMetadata, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, fmt.Errorf("store held %T, not a PartialObjectMetadata", obj)
+	}
+	return m, nil
+}
