@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/test/fixture"
+)
+
+// TestStore fills a store from a fake API and checks what it holds: only
+// the watched namespaces, digests instead of data, and users found by index.
+func TestStore(t *testing.T) {
+	objs := []runtime.Object{
+		fixture.ConfigMap("a", "cfg", map[string]string{"k": "v"}),
+		&corev1.Secret{ObjectMeta: fixture.Meta("a", "sec"), Data: map[string][]byte{"password": []byte("s3cret")}},
+		fixture.Deployment("a", "web", fixture.EnvFrom("cfg", "sec")),
+		fixture.StatefulSet("a", "db", fixture.EnvFrom("", "sec")),
+		fixture.DaemonSet("a", "agent", fixture.EnvFrom("other", "")),
+		fixture.Deployment("b", "web", fixture.EnvFrom("cfg", "")),
+		fixture.ConfigMap("c", "cfg", nil),
+		fixture.Deployment("c", "web", fixture.EnvFrom("cfg", "")),
+	}
+	hasher := hash.NewHasher([]byte("0123456789abcdef"))
+	st, err := store.New(kubefake.NewClientset(objs...), store.Options{Namespaces: []string{"a", "b"}, Hasher: hasher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = st.Start(ctx) }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
+		t.Fatal("store did not sync")
+	}
+
+	for kind, want := range map[string]int{"ConfigMap": 1, "Secret": 1, "Deployment": 2, "StatefulSet": 1, "DaemonSet": 1} {
+		if got := st.Count(kind); got != want {
+			t.Errorf("Count(%s) = %d, want %d", kind, got, want)
+		}
+	}
+	sec, err := st.Get("Secret", "a", "sec")
+	if err != nil || sec == nil {
+		t.Fatalf("Get(Secret a/sec) = %v, %v", sec, err)
+	}
+	d, err := hash.FromObject(sec)
+	want, _ := hasher.OfObject(objs[1])
+	if err != nil || d.Sum != want.Sum {
+		t.Errorf("digest of a/sec = %+v, %v; want %+v", d, err, want)
+	}
+	if got, _ := st.Get("ConfigMap", "c", "cfg"); got != nil {
+		t.Errorf("namespace c is not watched, but Get found %v", got)
+	}
+
+	users := func(kind refs.Kind, ns, name string) map[string]bool {
+		us, err := st.Users(kind, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, u := range us {
+			out[u.Kind+" "+u.Obj.Namespace+"/"+u.Obj.Name] = true
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		kind     refs.Kind
+		ns, name string
+		want     []string
+	}{
+		{refs.Secret, "a", "sec", []string{"Deployment a/web", "StatefulSet a/db"}},
+		{refs.ConfigMap, "a", "cfg", []string{"Deployment a/web"}},
+		{refs.ConfigMap, "b", "cfg", []string{"Deployment b/web"}},
+		{refs.ConfigMap, "a", "other", []string{"DaemonSet a/agent"}},
+		{refs.Secret, "a", "cfg", nil},
+		{refs.ConfigMap, "c", "cfg", nil},
+	} {
+		got := users(tt.kind, tt.ns, tt.name)
+		if len(got) != len(tt.want) {
+			t.Errorf("Users(%s %s/%s) = %v, want %v", tt.kind, tt.ns, tt.name, got, tt.want)
+		}
+		for _, w := range tt.want {
+			if !got[w] {
+				t.Errorf("Users(%s %s/%s) = %v, want %v", tt.kind, tt.ns, tt.name, got, tt.want)
+			}
+		}
+	}
+	web, _ := st.Get("Deployment", "a", "web")
+	if web.Kind != "Deployment" || web.APIVersion != "apps/v1" {
+		t.Errorf("a cached workload must know its kind, for Events and patches: %+v", web.TypeMeta)
+	}
+}
