@@ -4,7 +4,7 @@ GO ?= go
 # The control-plane binaries, built once per version into a cache folder.
 CONTROLPLANE = $(shell hack/controlplane-bins.sh)
 
-.PHONY: help build test unit lint demo run bench controlplane clean
+.PHONY: help build test unit lint demo run bench controlplane deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -13,7 +13,7 @@ build: ## build bin/watcher
 	@echo "build: bin/watcher (the first build downloads Go modules)"
 	@$(GO) build -o bin/watcher ./cmd/watcher
 
-test: build controlplane ## run every test: unit, integration and end-to-end (builds the control plane if missing)
+test: build deps ## run every test: unit, integration and end-to-end (installs what they need first)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
 
 unit: ## run the unit tests only (no control plane)
@@ -22,6 +22,9 @@ unit: ## run the unit tests only (no control plane)
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+
+deps: ## install what the tests need and a fresh machine lacks: redis-server (Debian), the control plane
+	@hack/install-deps.sh
 
 controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok if missing
 	@echo "controlplane: checking the control-plane binaries (built once, ~10 minutes cold)"
