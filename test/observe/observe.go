@@ -35,6 +35,10 @@ type Rollout struct {
 type Tracker struct {
 	Name string
 
+	// namespace and name of the workload: the caller keeps using its
+	// object, so the tracker keeps no reference to it.
+	namespace, name string
+
 	mu       sync.Mutex
 	last     string
 	rollouts []Rollout
@@ -52,8 +56,8 @@ func Track(ctx context.Context, cfg *rest.Config, w client.Object) (*Tracker, er
 	if err != nil {
 		return nil, err
 	}
-	tr := &Tracker{Name: kind + " " + w.GetNamespace() + "/" + w.GetName()}
-	first, err := tr.watch(ctx, c, list, w, "")
+	tr := &Tracker{Name: kind + " " + w.GetNamespace() + "/" + w.GetName(), namespace: w.GetNamespace(), name: w.GetName()}
+	first, err := tr.watch(ctx, c, list, "")
 	if err != nil {
 		return nil, err
 	}
@@ -61,14 +65,14 @@ func Track(ctx context.Context, cfg *rest.Config, w client.Object) (*Tracker, er
 		first.Stop()
 		return nil, fmt.Errorf("create %s: %w", tr.Name, err)
 	}
-	go tr.follow(ctx, c, list, w, first)
+	go tr.follow(ctx, c, list, first)
 	return tr, nil
 }
 
-func (tr *Tracker) watch(ctx context.Context, c client.WithWatch, list client.ObjectList, w client.Object, rv string) (watch.Interface, error) {
+func (tr *Tracker) watch(ctx context.Context, c client.WithWatch, list client.ObjectList, rv string) (watch.Interface, error) {
 	opts := &client.ListOptions{
-		Namespace:     w.GetNamespace(),
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", w.GetName()),
+		Namespace:     tr.namespace,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", tr.name),
 		Raw:           &metav1.ListOptions{ResourceVersion: rv},
 	}
 	wi, err := c.Watch(ctx, list, opts)
@@ -78,7 +82,7 @@ func (tr *Tracker) watch(ctx context.Context, c client.WithWatch, list client.Ob
 	return wi, nil
 }
 
-func (tr *Tracker) follow(ctx context.Context, c client.WithWatch, list client.ObjectList, w client.Object, wi watch.Interface) {
+func (tr *Tracker) follow(ctx context.Context, c client.WithWatch, list client.ObjectList, wi watch.Interface) {
 	rv := ""
 	for {
 		for ev := range wi.ResultChan() {
@@ -97,7 +101,7 @@ func (tr *Tracker) follow(ctx context.Context, c client.WithWatch, list client.O
 			}
 			time.Sleep(100 * time.Millisecond)
 			var err error
-			if wi, err = tr.watch(ctx, c, list, w, rv); err == nil {
+			if wi, err = tr.watch(ctx, c, list, rv); err == nil {
 				break
 			}
 		}
