@@ -3,15 +3,14 @@
 //
 // ConfigMaps, Secrets and workloads are kept, as small metadata-only
 // objects, in the informers of package store. The work queue holds two kinds
-// of Request. A workload event enqueues the
-// workload. A data change of a ConfigMap or Secret enqueues the change; the
-// replica that takes the change's lock (see package lock) processes it: it
-// finds the workloads that use the object through a cache field index (no
-// LIST call, work proportional to the workloads affected) and reconciles each
-// of them.
+// of Request. A workload event enqueues the workload. A data change of a
+// ConfigMap or Secret enqueues the change; the replica that takes the
+// change's lock (see package lock) processes it: it finds the workloads that
+// use the object through an informer index (no LIST call, work proportional
+// to the workloads affected) and reconciles each of them.
 //
 // A workload is reconciled level-triggered: gather its references and the
-// current digests from the cache, let plan.Decide compare them with the
+// current digests from the store, let plan.Decide compare them with the
 // hashes recorded on the workload, and apply the result with one patch.
 package controller
 

@@ -1,11 +1,11 @@
 // Package hash reduces ConfigMap and Secret contents to digests.
 //
 // watcher never needs the contents of a ConfigMap or Secret, only whether
-// they changed, and which keys. The transforms in this package run on every
-// object on its way into the informer cache and replace its data with a
-// Digest: a SHA-256 of the whole content and a short SHA-256 per key. The
-// cache then holds metadata and hashes only, so memory does not grow with the
-// size of the Secrets in the cluster, and no Secret value can leak from it.
+// they changed, and which keys. Hasher.Transform runs on every object on its
+// way into the informer cache and replaces it by its metadata and its Digest:
+// a hash of the whole content and a short hash per key. The cache then holds
+// metadata and hashes only, so memory does not grow with the size of the
+// Secrets in the cluster, and no Secret value can leak from it.
 //
 // What is hashed: the keys and bytes of data and binaryData together (a key
 // cannot be in both), sorted by key. Nothing else (labels, annotations, type,
@@ -101,12 +101,4 @@ func ChangedKeys(old, new map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// Short returns the first eight hex digits of a hash, for messages.
-func Short(h string) string {
-	if len(h) > 8 {
-		return h[:8]
-	}
-	return h
 }

@@ -215,18 +215,3 @@ func TestChangedKeys(t *testing.T) {
 		})
 	}
 }
-
-func TestShort(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"abc", "abc"},
-		{"01234567", "01234567"},
-		{"012345678", "01234567"},
-		{"e3b0c44298fc1c149afbf4c8996fb924", "e3b0c442"},
-	}
-	for _, tt := range tests {
-		if got := hash.Short(tt.in); got != tt.want {
-			t.Errorf("Short(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}

@@ -1,10 +1,10 @@
 // Package plan decides, from a workload and the current digests of the
 // ConfigMaps and Secrets it uses, whether to restart it.
 //
-// Decide is pure: the caller gathers the inputs from the cache and applies the
+// Decide is pure: the caller gathers the inputs from its store and applies the
 // result with one patch. A workload's Record holds the per-key hashes its pods
 // were started with; each reference in its pod spec is compared with the
-// object now in the cache:
+// object as it is now:
 //
 //	object now            recorded                   written        a change?
 //	present               no entry (new reference)   current        no: adopted

@@ -74,7 +74,7 @@ func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	}
 }
 
-// Key identifies one workload: the request type of watcher's work queue.
+// Key identifies one workload.
 type Key struct {
 	Kind      string
 	Namespace string
@@ -84,19 +84,14 @@ type Key struct {
 // String returns "Kind namespace/name".
 func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
 
-// KeyOf returns the Key of a workload object.
-func KeyOf(kind string, obj client.Object) Key {
-	return Key{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-// RefsAnnotation holds, on a workload in watcher's cache, its references
-// (refs.Encode) in place of its pod template, which the cache does not keep.
+// RefsAnnotation holds, on a workload in watcher's store, its references
+// (refs.Encode) in place of its pod template, which the store does not keep.
 // Like hash.SumAnnotation, the key is not a valid annotation key, so no
 // object from the API server can carry it.
 const RefsAnnotation = "watcher.dev/cached/refs"
 
 // Refs returns the ConfigMaps and Secrets a workload uses: from
-// RefsAnnotation on a cached workload, from its pod template on one read
+// RefsAnnotation on a stored workload, from its pod template on one read
 // from the API server.
 func Refs(obj client.Object) ([]refs.Ref, error) {
 	if s, ok := obj.GetAnnotations()[RefsAnnotation]; ok {
