@@ -14,17 +14,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/watcher-dev/watcher/internal/cluster"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 var (
@@ -75,15 +73,4 @@ func run(m *testing.M) int {
 }
 
 // namespace creates a namespace for one test.
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-")
-	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return name
-}
+func namespace(t *testing.T) string { return fixture.Namespace(t, k8s) }
