@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 )
 
 // RESTConfig returns the connection to the Kubernetes API that LocalConfig
@@ -20,10 +22,14 @@ import (
 func (o *Options) RESTConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.Kubeconfig
+	home := filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		rules.Precedence = []string{home}
+	}
 	local := o.LocalConfig
 	if local == nil {
 		found := o.Kubeconfig != "" || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != ""
-		if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+		if _, err := os.Stat(home); err == nil {
 			found = true
 		}
 		local = &found
