@@ -22,7 +22,7 @@ import (
 // without marking the change done, and the change is retried.
 func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	held, outcome, err := r.Config.Locker.Acquire(ctx, req.String())
+	held, outcome, err := r.Config.Locker.Acquire(ctx, req.LockID())
 	switch {
 	case err != nil:
 		metrics.LockAcquisitions.WithLabelValues("error").Inc()

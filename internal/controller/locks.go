@@ -31,6 +31,7 @@ func newLocker(ctx context.Context, o *options.Options, log logr.Logger) (lock.L
 	if err != nil {
 		return nil, err
 	}
+	lock.SetLogger(log.WithName("redis"))
 	l := lock.NewRedis(cfg)
 	cctx, cancel := context.WithTimeout(ctx, o.Redis.SocketTimeout)
 	defer cancel()

@@ -65,6 +65,12 @@ func (r Request) Workload() workload.Key {
 	return workload.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
+// LockID names a change in the lock backend: "Kind/namespace/name@version",
+// the same on every replica, and free of spaces for tools like redis-cli.
+func (r Request) LockID() string {
+	return r.Kind + "/" + r.Namespace + "/" + r.Name + "@" + r.Version
+}
+
 // String names the request in logs.
 func (r Request) String() string {
 	if r.IsChange() {

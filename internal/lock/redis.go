@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -148,4 +149,14 @@ func (l *redisLock) Release(ctx context.Context, processed bool) error {
 		err = ErrExpired
 	}
 	return errors.Join(errDone, err)
+}
+
+// SetLogger sends what the Redis client logs (connection and Sentinel
+// events) to log, at debug level.
+func SetLogger(log logr.Logger) { redis.SetLogger(redisLogger{log}) }
+
+type redisLogger struct{ log logr.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.V(1).Info("Redis client", "message", fmt.Sprintf(format, v...))
 }

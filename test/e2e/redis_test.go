@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,8 +14,10 @@ import (
 // redisServer is a redis-server process on a loopback port, without
 // persistence: a restart loses every key, like a Redis pod that died.
 type redisServer struct {
-	Port  int
-	extra []string
+	Port int
+	// prefix comes before the generated arguments (a config file), extra
+	// after them; "{port}" in either is replaced by Port.
+	prefix, extra []string
 	cmd   *exec.Cmd
 	done  chan struct{}
 }
@@ -23,9 +26,16 @@ type redisServer struct {
 // "pw") and stops it when the test ends.
 func startRedis(t *testing.T, extra ...string) *redisServer {
 	t.Helper()
+	return startRedisWith(t, nil, extra...)
+}
+
+// startRedisWith is startRedis with arguments before the generated ones
+// too, such as a config file.
+func startRedisWith(t *testing.T, prefix []string, extra ...string) *redisServer {
+	t.Helper()
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	n, _ := strconv.Atoi(port)
-	r := &redisServer{Port: n, extra: extra}
+	r := &redisServer{Port: n, prefix: prefix, extra: extra}
 	r.Start(t)
 	t.Cleanup(r.Kill)
 	return r
@@ -35,7 +45,11 @@ func startRedis(t *testing.T, extra ...string) *redisServer {
 // connections.
 func (r *redisServer) Start(t *testing.T) {
 	t.Helper()
-	args := append([]string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, r.extra...)
+	args := append(append(append([]string(nil), r.prefix...),
+		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"), r.extra...)
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "{port}", strconv.Itoa(r.Port))
+	}
 	r.cmd = exec.Command("redis-server", args...)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	r.done = make(chan struct{})
