@@ -1,68 +1,63 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/cluster"
 )
 
 const (
-	// readyPoll is how often the controller's readiness URL is polled.
+	// readyPoll is how often the controller's readiness URL is polled. It
+	// bounds how much later than the truth start-to-ready is measured.
 	readyPoll = 50 * time.Millisecond
 	// stopGrace is how long the controller has to exit after SIGTERM.
 	stopGrace = 5 * time.Second
 )
 
-// controllerProcess is the controller under test, run as a child process
-// in its own process group with its output in a log file.
+// controllerProcess is the controller under test: a cluster.Process (its
+// own process group, output in a log file) plus the time it was started and
+// a stop that acts only once.
 type controllerProcess struct {
-	cmd     *exec.Cmd
-	logPath string
+	proc    cluster.Process
 	started time.Time
-	exited  chan struct{} // closed once cmd has exited and been reaped
-	err     error         // cmd.Wait's result; read only after exited is closed
 	stopped sync.Once
 }
 
 // startController runs argv with the extra environment variables env,
-// its stdout and stderr going to logPath.
+// its stdout and stderr going to logPath, which it empties first.
 func startController(argv, env []string, logPath string) (*controllerProcess, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("start controller: empty command")
 	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
+	// cluster.Process appends; a rerun into the same --out folder should
+	// not find the last run's log in front of its own.
+	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
 		return nil, fmt.Errorf("create controller log: %w", err)
 	}
-	defer logFile.Close() // the child has its own copy
-	fmt.Fprintf(logFile, "### %s %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = sysProcAttr()
-	p := &controllerProcess{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	p := &controllerProcess{proc: cluster.Process{
+		Name:      "controller",
+		Path:      argv[0],
+		Args:      argv[1:],
+		Env:       env,
+		LogPath:   logPath,
+		ReadyPoll: readyPoll,
+	}}
 	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start controller %s: %w", argv[0], err)
+	if err := p.proc.Start(); err != nil {
+		return nil, fmt.Errorf("start controller: %w", err)
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
 	return p, nil
 }
 
 // pid returns the controller's process id.
-func (p *controllerProcess) pid() int { return p.cmd.Process.Pid }
+func (p *controllerProcess) pid() int { return p.proc.Pid() }
 
 // waitReady polls url every readyPoll until it answers 200 and returns the
 // time from start to then. It fails if the controller exits, after
@@ -72,21 +67,20 @@ func (p *controllerProcess) waitReady(ctx context.Context, url string, timeout t
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
-	tick := time.NewTicker(readyPoll)
-	defer tick.Stop()
 	var last error
-	for {
-		if last = getOK(ctx, client, url); last == nil {
-			return time.Since(p.started), nil
-		}
-		select {
-		case <-p.exited:
-			return 0, p.exitError()
-		case <-ctx.Done():
-			return 0, fmt.Errorf("controller not ready after %s: %w (last: %v); see %s", timeout, ctx.Err(), last, p.logPath)
-		case <-tick.C:
-		}
+	err := p.proc.WaitReady(ctx, timeout, func(ctx context.Context) error {
+		last = getOK(ctx, client, url)
+		return last
+	})
+	if err == nil {
+		return time.Since(p.started), nil
 	}
+	// WaitReady fails only when the controller exits or ctx ends; say which
+	// in the benchmark's own words.
+	if err := p.running(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("controller not ready after %s: %w (last: %v); see %s", timeout, ctx.Err(), last, p.proc.LogPath)
 }
 
 // getOK GETs url and wants 200 OK.
@@ -110,7 +104,7 @@ func getOK(ctx context.Context, client *http.Client, url string) error {
 // running returns an error if the controller has exited.
 func (p *controllerProcess) running() error {
 	select {
-	case <-p.exited:
+	case <-p.proc.Exited():
 		return p.exitError()
 	default:
 		return nil
@@ -118,41 +112,14 @@ func (p *controllerProcess) running() error {
 }
 
 // exitError describes how the controller ended, with the end of its log.
-// Call it only after exited is closed.
+// Call it only after the controller has exited.
 func (p *controllerProcess) exitError() error {
-	return fmt.Errorf("controller exited (%v); %s ends:\n%s", p.err, p.logPath, logTail(p.logPath))
+	return fmt.Errorf("controller exited (%v); %s ends:\n%s", p.proc.Err(), p.proc.LogPath, p.proc.LogTail())
 }
 
 // stop sends SIGTERM to the controller's process group, then SIGKILL
 // after stopGrace, and waits until it has exited. Only the first call does
 // anything.
 func (p *controllerProcess) stop() {
-	p.stopped.Do(func() {
-		pgid := p.pid() // Setpgid makes it its group's leader
-		select {
-		case <-p.exited:
-		default:
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(stopGrace):
-			}
-		}
-		// Also reaches children the controller may have started.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.exited
-	})
-}
-
-// logTail returns the last lines of a log file, for error messages.
-func logTail(path string) string {
-	const maxBytes, maxLines = 8 << 10, 20
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	data = data[max(0, len(data)-maxBytes):]
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	lines = lines[max(0, len(lines)-maxLines):]
-	return string(bytes.Join(lines, []byte("\n")))
+	p.stopped.Do(func() { p.proc.Stop(stopGrace) })
 }

@@ -8,43 +8,81 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// process is one component: a binary, its flags and its log file. It can be
-// started again after it stopped, with the same flags (RestartAPIServer).
-type process struct {
-	name    string
-	path    string
-	args    []string
-	logPath string
+const (
+	// defaultReadyPoll is how often WaitReady checks when Process.ReadyPoll
+	// is zero.
+	defaultReadyPoll = 100 * time.Millisecond
+	// readyCheckTimeout bounds one call of WaitReady's ready function.
+	readyCheckTimeout = 2 * time.Second
+)
+
+// Process runs one binary as a child process in its own process group, its
+// stdout and stderr appended to a log file. The control plane's components
+// are Processes; so is the controller the benchmark (hack/bench) measures.
+//
+// Stop signals the whole process group, so it also reaches anything the
+// binary started. On Linux the kernel also kills the child when the process
+// that started it dies, so an interrupted test or benchmark leaves no stray
+// kube-apiserver behind.
+//
+// Once it has exited, a Process can be started again with the same
+// settings, which is how RestartAPIServer restarts kube-apiserver. Start
+// must not run concurrently with any other method; the other methods only
+// read what Start set and may be called from any goroutine.
+type Process struct {
+	// Name names the process in error messages, for example "etcd".
+	Name string
+	// Path is the binary, as exec.Command takes it: a name without a slash
+	// is looked up in PATH.
+	Path string
+	// Args are the arguments that follow the binary's name.
+	Args []string
+	// Env holds extra "KEY=value" variables, added after this process's own
+	// environment; an entry there wins over an inherited one.
+	Env []string
+	// LogPath is the file that gets the output. Start creates it if needed
+	// and appends a line "### <time> <command line>", then the output.
+	LogPath string
+	// ReadyPoll is how often WaitReady calls its ready function; zero means
+	// every 100 ms.
+	ReadyPoll time.Duration
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has exited and been reaped
 	err    error         // cmd.Wait's result; read only after exited is closed
 }
 
-// start launches the process in its own process group, appending its
-// output to its log file.
-func (p *process) start() error {
-	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// Start starts the binary in its own process group and returns once it
+// runs; it does not wait for it to be ready (see WaitReady). It fails if
+// the process of an earlier Start still runs.
+func (p *Process) Start() error {
+	if p.cmd != nil && !p.hasExited() {
+		return fmt.Errorf("run %s: already running as pid %d", p.Path, p.Pid())
+	}
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
 	// The child keeps its own copy of the descriptor; ours is not needed.
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "### %s %s %s\n", time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
+	fmt.Fprintf(logFile, "### %s %s\n", time.Now().Format(time.RFC3339),
+		strings.Join(slices.Concat([]string{p.Path}, p.Args), " "))
 
-	cmd := exec.Command(p.path, p.args...)
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run %s: %w", p.path, err)
+		return fmt.Errorf("run %s: %w", p.Path, err)
 	}
 	exited := make(chan struct{})
-	p.cmd, p.exited = cmd, exited
+	p.cmd, p.exited, p.err = cmd, exited, nil
 	go func() {
 		p.err = cmd.Wait()
 		close(exited)
@@ -52,17 +90,43 @@ func (p *process) start() error {
 	return nil
 }
 
-// pid returns the process id of the last start, or 0.
-func (p *process) pid() int {
+// Pid returns the process id of the last Start, or 0 before the first.
+func (p *Process) Pid() int {
 	if p.cmd == nil {
 		return 0
 	}
 	return p.cmd.Process.Pid
 }
 
-// stop sends SIGTERM to the process group, waits up to grace for the
-// process to exit, then sends SIGKILL to whatever is left of the group.
-func (p *process) stop(grace time.Duration) {
+// Exited returns a channel that is closed once the process of the last
+// Start has exited and been reaped. Before the first Start it returns nil,
+// a channel that is never ready.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err returns how the process of the last Start ended, as exec.Cmd.Wait
+// reports it (nil for exit status 0), or nil while it runs.
+func (p *Process) Err() error {
+	if !p.hasExited() {
+		return nil
+	}
+	return p.err
+}
+
+// hasExited reports whether the process of the last Start has exited; it
+// is false before the first Start.
+func (p *Process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace for the
+// process to exit, then sends SIGKILL to whatever is left of the group, and
+// returns once the process has been reaped. Stop before Start does nothing.
+func (p *Process) Stop(grace time.Duration) {
 	if p.cmd == nil {
 		return
 	}
@@ -76,21 +140,30 @@ func (p *process) stop(grace time.Duration) {
 		case <-time.After(grace):
 		}
 	}
-	// Also reaches children the component may have started, which can
-	// outlive it.
+	// Also reaches children the binary may have started, which can outlive
+	// it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
 }
 
-// waitReady polls ready until it returns nil. It fails early, with the tail
-// of the log, if the process exits, and after timeout or when ctx ends.
-func (p *process) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+// WaitReady calls ready every ReadyPoll, each call bounded to 2 s, until it
+// returns nil. It fails early, with the tail of the log, if the process
+// exits, and also fails after timeout or when ctx ends; then the error
+// wraps ctx's error and holds ready's last error.
+func (p *Process) WaitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+	if p.cmd == nil {
+		return fmt.Errorf("%s was not started", p.Name)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
+	poll := p.ReadyPoll
+	if poll <= 0 {
+		poll = defaultReadyPoll
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
-		checkCtx, cancelCheck := context.WithTimeout(ctx, 2*time.Second)
+		checkCtx, cancelCheck := context.WithTimeout(ctx, readyCheckTimeout)
 		err := ready(checkCtx)
 		cancelCheck()
 		if err == nil {
@@ -98,19 +171,30 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, ready fu
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.name, p.err, p.logTail())
+			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Name, p.err, p.LogTail())
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last check: %v); its log ends:\n%s",
-				p.name, ctx.Err(), err, p.logTail())
+			return p.notReady(ctx, err)
 		case <-tick.C:
+			// The tick and the deadline can come together: a check with a
+			// dead context would only hide the last real answer.
+			if ctx.Err() != nil {
+				return p.notReady(ctx, err)
+			}
 		}
 	}
 }
 
-// logTail returns the last lines of the log file, for error messages.
-func (p *process) logTail() string {
+// notReady is WaitReady's error once ctx has ended; last is ready's last
+// error.
+func (p *Process) notReady(ctx context.Context, last error) error {
+	return fmt.Errorf("%s not ready: %w (last check: %v); its log ends:\n%s", p.Name, ctx.Err(), last, p.LogTail())
+}
+
+// LogTail returns the last lines (at most 25, from the last 8 KiB) of the
+// log file, for error messages.
+func (p *Process) LogTail() string {
 	const maxBytes, maxLines = 8 << 10, 25
-	f, err := os.Open(p.logPath)
+	f, err := os.Open(p.LogPath)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
@@ -127,6 +211,31 @@ func (p *process) logTail() string {
 		lines = lines[len(lines)-maxLines:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// process is a component as cluster.go, components.go and nodes.go
+// describe and drive it: a Process under lower-case names. Start copies the
+// fields into the Process, so flags appended after newProcess count.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	logPath string
+
+	proc Process
+}
+
+func (p *process) start() error {
+	p.proc.Name, p.proc.Path, p.proc.Args, p.proc.LogPath = p.name, p.path, p.args, p.logPath
+	return p.proc.Start()
+}
+
+func (p *process) pid() int { return p.proc.Pid() }
+
+func (p *process) stop(grace time.Duration) { p.proc.Stop(grace) }
+
+func (p *process) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+	return p.proc.WaitReady(ctx, timeout, ready)
 }
 
 // freePorts returns n distinct loopback TCP ports that are free right now.

@@ -44,7 +44,7 @@ func TestRedisTLS(t *testing.T) {
 
 	c := f.change(t, 0, "1")
 	f.waitCounts(t, 1, 2*time.Second)
-	NewWithT(t).Expect(len(c.loggedBy(a)) + len(c.loggedBy(b))).To(Equal(1), "the change is processed by one replica")
+	NewWithT(t).Expect(len(c.loggedBy(a))+len(c.loggedBy(b))).To(Equal(1), "the change is processed by one replica")
 	NewWithT(t).Expect(metricValue(t, a, acquisitions("acquired")) + metricValue(t, b, acquisitions("acquired"))).To(Equal(1.0))
 }
 
@@ -67,7 +67,7 @@ func TestRedisSentinel(t *testing.T) {
 
 	c := f.change(t, 0, "1")
 	f.waitCounts(t, 1, 2*time.Second)
-	NewWithT(t).Expect(len(c.loggedBy(a)) + len(c.loggedBy(b))).To(Equal(1), "the change is processed by one replica")
+	NewWithT(t).Expect(len(c.loggedBy(a))+len(c.loggedBy(b))).To(Equal(1), "the change is processed by one replica")
 	// The processed change is marked done on the master.
 	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(master.Port), "--scan", "--pattern", "watcher:done:*").Output()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

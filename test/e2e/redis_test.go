@@ -18,8 +18,8 @@ type redisServer struct {
 	// prefix comes before the generated arguments (a config file), extra
 	// after them; "{port}" in either is replaced by Port.
 	prefix, extra []string
-	cmd   *exec.Cmd
-	done  chan struct{}
+	cmd           *exec.Cmd
+	done          chan struct{}
 }
 
 // startRedis starts redis-server with extra arguments (e.g. "--requirepass",
