@@ -75,11 +75,12 @@ func (p *controllerProcess) waitReady(ctx context.Context, url string, timeout t
 	if err == nil {
 		return time.Since(p.started), nil
 	}
-	// WaitReady fails only when the controller exits or ctx ends; say which
-	// in the benchmark's own words.
+	// WaitReady fails only when the controller exits or when ctx ends (its
+	// deadline may have passed a moment before ctx.Done is closed).
 	if err := p.running(); err != nil {
 		return 0, err
 	}
+	<-ctx.Done()
 	return 0, fmt.Errorf("controller not ready after %s: %w (last: %v); see %s", timeout, ctx.Err(), last, p.proc.LogPath)
 }
 

@@ -100,8 +100,8 @@ type Cluster struct {
 	creds *credentials
 
 	mu        sync.Mutex
-	procs     []*process // in start order; Stop goes in reverse
-	apiserver *process
+	procs     []*Process // in start order; Stop goes in reverse
+	apiserver *Process
 	stopped   bool
 }
 
@@ -208,11 +208,11 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	if c.stopped || c.apiserver == nil {
 		return errors.New("restart kube-apiserver: cluster is not running")
 	}
-	c.apiserver.stop(stopGrace)
-	if err := c.apiserver.start(); err != nil {
+	c.apiserver.Stop(stopGrace)
+	if err := c.apiserver.Start(); err != nil {
 		return fmt.Errorf("restart kube-apiserver: %w", err)
 	}
-	if err := c.apiserver.waitReady(ctx, componentTimeout, c.apiServerReady); err != nil {
+	if err := c.apiserver.WaitReady(ctx, componentTimeout, c.apiServerReady); err != nil {
 		return fmt.Errorf("restart kube-apiserver: %w", err)
 	}
 	return nil
@@ -229,7 +229,7 @@ func (c *Cluster) Stop() error {
 	}
 	c.stopped = true
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(stopGrace)
+		c.procs[i].Stop(stopGrace)
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("remove cluster dir: %w", err)
@@ -243,13 +243,13 @@ func (c *Cluster) pids() map[string]int {
 	defer c.mu.Unlock()
 	pids := make(map[string]int, len(c.procs))
 	for _, p := range c.procs {
-		pids[p.name] = p.pid()
+		pids[p.Name] = p.Pid()
 	}
 	return pids
 }
 
 // add records a started process so that Stop stops it.
-func (c *Cluster) add(p *process) {
+func (c *Cluster) add(p *Process) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.procs = append(c.procs, p)

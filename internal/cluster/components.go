@@ -33,31 +33,31 @@ const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // newProcess describes a component whose binary is in the bin dir and whose
 // log goes to <LogDir>/<name>.log.
-func (c *Cluster) newProcess(name string, args ...string) *process {
-	return &process{
-		name:    name,
-		path:    filepath.Join(c.BinDir, name),
-		args:    args,
-		logPath: filepath.Join(c.LogDir, name+".log"),
+func (c *Cluster) newProcess(name string, args ...string) *Process {
+	return &Process{
+		Name:    name,
+		Path:    filepath.Join(c.BinDir, name),
+		Args:    args,
+		LogPath: filepath.Join(c.LogDir, name+".log"),
 	}
 }
 
 // launch starts p and records it for Stop.
-func (c *Cluster) launch(ctx context.Context, p *process) error {
-	logr.FromContextOrDiscard(ctx).Info("Starting component", "component", p.name, "log", p.logPath)
-	if err := p.start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.name, err)
+func (c *Cluster) launch(ctx context.Context, p *Process) error {
+	logr.FromContextOrDiscard(ctx).Info("Starting component", "component", p.Name, "log", p.LogPath)
+	if err := p.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	c.add(p)
 	return nil
 }
 
 // await waits for a started component to be ready and logs how long that took.
-func await(ctx context.Context, p *process, began time.Time, ready func(context.Context) error) error {
-	if err := p.waitReady(ctx, componentTimeout, ready); err != nil {
-		return fmt.Errorf("start %s: %w", p.name, err)
+func await(ctx context.Context, p *Process, began time.Time, ready func(context.Context) error) error {
+	if err := p.WaitReady(ctx, componentTimeout, ready); err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	logr.FromContextOrDiscard(ctx).Info("Component ready", "component", p.name,
+	logr.FromContextOrDiscard(ctx).Info("Component ready", "component", p.Name,
 		"duration", time.Since(began).Round(time.Millisecond).String())
 	return nil
 }
@@ -122,7 +122,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.apiserver.args = append(c.apiserver.args, audit...)
+		c.apiserver.Args = append(c.apiserver.Args, audit...)
 	}
 	began = time.Now()
 	if err := c.launch(ctx, c.apiserver); err != nil {
@@ -195,7 +195,7 @@ func (c *Cluster) startWorkers(ctx context.Context, opts Options) error {
 	kwok := c.newProcess("kwok", kwokArgs...)
 
 	began := time.Now()
-	for _, p := range []*process{kcm, scheduler, kwok} {
+	for _, p := range []*Process{kcm, scheduler, kwok} {
 		if err := c.launch(ctx, p); err != nil {
 			return err
 		}
@@ -203,12 +203,12 @@ func (c *Cluster) startWorkers(ctx context.Context, opts Options) error {
 	// Their own serving certificates are self-signed and unknown to us.
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer insecure.CloseIdleConnections()
-	checks := map[*process]string{
+	checks := map[*Process]string{
 		kcm:       "https://127.0.0.1:" + strconv.Itoa(ports[0]) + "/healthz",
 		scheduler: "https://127.0.0.1:" + strconv.Itoa(ports[1]) + "/healthz",
 		kwok:      "http://" + kwokAddr + "/healthz",
 	}
-	for _, p := range []*process{kcm, scheduler, kwok} {
+	for _, p := range []*Process{kcm, scheduler, kwok} {
 		if err := await(ctx, p, began, httpReady(insecure, checks[p], "")); err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ func nodeName(i int) string { return "kwok-node-" + strconv.Itoa(i) }
 
 // startNodes creates opts.Nodes Nodes for kwok, now that it runs, and waits
 // until each is Ready and untainted.
-func (c *Cluster) startNodes(ctx context.Context, kwok *process, opts Options) error {
+func (c *Cluster) startNodes(ctx context.Context, kwok *Process, opts Options) error {
 	began := time.Now()
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
@@ -37,7 +37,7 @@ func (c *Cluster) startNodes(ctx context.Context, kwok *process, opts Options) e
 			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
 	}
-	if err := kwok.waitReady(ctx, componentTimeout, nodesReady(client, opts.Nodes)); err != nil {
+	if err := kwok.WaitReady(ctx, componentTimeout, nodesReady(client, opts.Nodes)); err != nil {
 		return fmt.Errorf("start nodes: %w", err)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Nodes ready", "nodes", opts.Nodes,

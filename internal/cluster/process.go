@@ -162,32 +162,46 @@ func (p *Process) WaitReady(ctx context.Context, timeout time.Duration, ready fu
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	var last error
 	for {
+		// A tick can come just after the deadline, before ctx.Done is
+		// closed. A check bound to fail would only hide the last real
+		// answer.
+		if err := ended(ctx); err != nil && last != nil {
+			return p.notReady(err, last)
+		}
 		checkCtx, cancelCheck := context.WithTimeout(ctx, readyCheckTimeout)
-		err := ready(checkCtx)
+		last = ready(checkCtx)
 		cancelCheck()
-		if err == nil {
+		if last == nil {
 			return nil
 		}
 		select {
 		case <-p.exited:
 			return fmt.Errorf("%s exited (%v); its log ends:\n%s", p.Name, p.err, p.LogTail())
 		case <-ctx.Done():
-			return p.notReady(ctx, err)
+			return p.notReady(ctx.Err(), last)
 		case <-tick.C:
-			// The tick and the deadline can come together: a check with a
-			// dead context would only hide the last real answer.
-			if ctx.Err() != nil {
-				return p.notReady(ctx, err)
-			}
 		}
 	}
 }
 
-// notReady is WaitReady's error once ctx has ended; last is ready's last
-// error.
-func (p *Process) notReady(ctx context.Context, last error) error {
-	return fmt.Errorf("%s not ready: %w (last check: %v); its log ends:\n%s", p.Name, ctx.Err(), last, p.LogTail())
+// notReady is WaitReady's error once its context has ended with cause;
+// last is ready's last error.
+func (p *Process) notReady(cause, last error) error {
+	return fmt.Errorf("%s not ready: %w (last check: %v); its log ends:\n%s", p.Name, cause, last, p.LogTail())
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed even if ctx does not say so yet.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // LogTail returns the last lines (at most 25, from the last 8 KiB) of the
@@ -211,31 +225,6 @@ func (p *Process) LogTail() string {
 		lines = lines[len(lines)-maxLines:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
-}
-
-// process is a component as cluster.go, components.go and nodes.go
-// describe and drive it: a Process under lower-case names. Start copies the
-// fields into the Process, so flags appended after newProcess count.
-type process struct {
-	name    string
-	path    string
-	args    []string
-	logPath string
-
-	proc Process
-}
-
-func (p *process) start() error {
-	p.proc.Name, p.proc.Path, p.proc.Args, p.proc.LogPath = p.name, p.path, p.args, p.logPath
-	return p.proc.Start()
-}
-
-func (p *process) pid() int { return p.proc.Pid() }
-
-func (p *process) stop(grace time.Duration) { p.proc.Stop(grace) }
-
-func (p *process) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
-	return p.proc.WaitReady(ctx, timeout, ready)
 }
 
 // freePorts returns n distinct loopback TCP ports that are free right now.
