@@ -43,10 +43,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	return reconcile.Result{}, r.reconcileWorkload(ctx, req.Workload())
 }
 
+// conflictRetries is how many times a workload is read again and decided
+// again after a write conflict before the work queue's backoff takes over.
+// During a rollout the workload's controller writes its status often, and
+// each write moves the resourceVersion the patch is conditioned on.
+const conflictRetries = 5
+
 // reconcileWorkload gathers, plans and applies for one workload. A write
-// conflict means someone else (another replica, a user) changed the workload
-// since it was read: read it again from the API server and decide again,
-// once.
+// conflict means someone else (another replica, a user, the workload's
+// controller) changed the workload since it was read: read it again from the
+// API server and decide again.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) error {
 	kind, ok := workload.ByName(key.Kind)
 	if !ok {
@@ -57,15 +63,18 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) er
 		return err
 	}
 	// The patch writes the server's answer into the object: not the store's.
-	err = r.reconcile(ctx, key, cached.DeepCopy())
-	if apierrors.IsConflict(err) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict; deciding again from a fresh read")
-		obj := kind.New()
+	var obj client.Object = cached.DeepCopy()
+	for attempt := 0; ; attempt++ {
+		err = r.reconcile(ctx, key, obj)
+		if !apierrors.IsConflict(err) || attempt == conflictRetries {
+			break
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict; deciding again from a fresh read", "attempt", attempt+1)
+		obj = kind.New()
 		if err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()
 			return client.IgnoreNotFound(err)
 		}
-		err = r.reconcile(ctx, key, obj)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil
