@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -39,6 +40,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	locker, err := newLocker(ctx, o, log)
 	if err != nil {
 		return err
+	}
+	if c, ok := locker.(io.Closer); ok {
+		defer c.Close()
 	}
 	lease := o.Lock == options.LockLease
 	metricsAddr, err := pickPort(o.MetricsAddr)
