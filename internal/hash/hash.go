@@ -14,6 +14,14 @@
 // The hashes are keyed (HMAC-SHA256) with a secret key. They end up in
 // workload annotations, which many more people can read than Secrets; with a
 // plain hash, a weak Secret value ("admin") could be found by hashing guesses.
+//
+// Every hash is also bound to where the value lives: the HMAC input is the
+// length-prefixed kind, namespace, name and key, then the value. Without it a
+// tenant who can create a ConfigMap and a Deployment in their own namespace
+// would get watcher to record the hashes of chosen guesses, to compare with
+// the hashes recorded on workloads they can read elsewhere; and equal hashes
+// would show which namespaces share a password. With it, the same value under
+// two objects or two keys gives unrelated hashes.
 package hash
 
 import (
@@ -43,9 +51,15 @@ type Hasher struct {
 	id  string
 }
 
+// scheme names how hashes are computed. It takes part in the key ID, so that
+// records made by an older scheme are never compared with this one's hashes:
+// they are adopted again, never restarted. Version 2 binds every hash to its
+// object and key.
+const scheme = "watcher hash key id v2\x00"
+
 // NewHasher returns a Hasher keyed with key.
 func NewHasher(key []byte) *Hasher {
-	id := sha256.Sum256(append([]byte("watcher hash key id\x00"), key...))
+	id := sha256.Sum256(append([]byte(scheme), key...))
 	return &Hasher{key: slices.Clone(key), id: hex.EncodeToString(id[:])[:KeyHashLen]}
 }
 
@@ -53,8 +67,14 @@ func NewHasher(key []byte) *Hasher {
 // cannot be compared with this Hasher's digests.
 func (h *Hasher) ID() string { return h.id }
 
-// Of returns the digest of the given content, which may be nil.
-func (h *Hasher) Of(data map[string][]byte) Digest {
+// Source is where a content lives: its kind (ConfigMap or Secret),
+// namespace and name. It takes part in every hash.
+type Source struct {
+	Kind, Namespace, Name string
+}
+
+// Of returns the digest of the content of src, which may be nil.
+func (h *Hasher) Of(src Source, data map[string][]byte) Digest {
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
@@ -64,16 +84,27 @@ func (h *Hasher) Of(data map[string][]byte) Digest {
 	whole := hmac.New(sha256.New, h.key)
 	one := hmac.New(sha256.New, h.key)
 	d := Digest{Keys: make(map[string]string, len(keys))}
+	writeSource(whole, src)
 	for _, k := range keys {
 		v := data[k]
 		one.Reset()
-		one.Write(v)
+		writeSource(one, src)
+		writeField(one, []byte(k))
+		writeField(one, v)
 		d.Keys[k] = hex.EncodeToString(one.Sum(nil))[:KeyHashLen]
 		writeField(whole, []byte(k))
 		writeField(whole, v)
 	}
 	d.Sum = hex.EncodeToString(whole.Sum(nil))
 	return d
+}
+
+// writeSource writes the kind, namespace and name of src, each with its
+// length in front.
+func writeSource(w stdhash.Hash, src Source) {
+	writeField(w, []byte(src.Kind))
+	writeField(w, []byte(src.Namespace))
+	writeField(w, []byte(src.Name))
 }
 
 // writeField writes b with its length in front, so that no two different

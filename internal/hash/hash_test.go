@@ -34,25 +34,34 @@ var (
 	hasher  = hash.NewHasher(testKey)
 )
 
-// keyHash is the per-key hash Of must produce, computed independently.
-func keyHash(v string) string {
+// src is the object every test hashes, unless it says otherwise.
+var src = hash.Source{Kind: "Secret", Namespace: "shop", Name: "db"}
+
+// keyHash is the per-key hash Of must produce for key k of src, computed
+// independently: the HMAC of the length-prefixed kind, namespace, name, key
+// and value.
+func keyHash(k, v string) string {
 	m := hmac.New(sha256.New, testKey)
-	m.Write([]byte(v))
+	m.Write(prefixed(src.Kind, src.Namespace, src.Name, k, v))
 	return hex.EncodeToString(m.Sum(nil))[:hash.KeyHashLen]
 }
 
-// wantSum is the Sum Of must produce for the given key, value, key, value...
-// sequence (already sorted by key): each field prefixed by its length as 8
-// big-endian bytes.
+// wantSum is the Sum Of must produce for src and the given key, value, key,
+// value... sequence (already sorted by key).
 func wantSum(fields ...string) string {
+	m := hmac.New(sha256.New, testKey)
+	m.Write(prefixed(append([]string{src.Kind, src.Namespace, src.Name}, fields...)...))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// prefixed writes each field prefixed by its length as 8 big-endian bytes.
+func prefixed(fields ...string) []byte {
 	var buf []byte
 	for _, f := range fields {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
 		buf = append(buf, f...)
 	}
-	m := hmac.New(sha256.New, testKey)
-	m.Write(buf)
-	return hex.EncodeToString(m.Sum(nil))
+	return buf
 }
 
 // TestKeyedHashes: another key gives other hashes and another ID, and the
@@ -60,7 +69,7 @@ func wantSum(fields ...string) string {
 func TestKeyedHashes(t *testing.T) {
 	other := hash.NewHasher([]byte("another key, as long as it needs"))
 	data := bytesOf(map[string]string{"password": "admin"})
-	a, b := hasher.Of(data), other.Of(data)
+	a, b := hasher.Of(src, data), other.Of(src, data)
 	if a.Sum == b.Sum || a.Keys["password"] == b.Keys["password"] {
 		t.Errorf("two keys gave the same digest: %+v", a)
 	}
@@ -85,21 +94,21 @@ func TestOfKnownValues(t *testing.T) {
 		{"nil", nil, hash.Digest{Sum: wantSum(), Keys: map[string]string{}}},
 		{"empty", map[string][]byte{}, hash.Digest{Sum: wantSum(), Keys: map[string]string{}}},
 		{"one key", bytesOf(map[string]string{"a": "1"}), hash.Digest{
-			Sum: wantSum("a", "1"), Keys: map[string]string{"a": keyHash("1")},
+			Sum: wantSum("a", "1"), Keys: map[string]string{"a": keyHash("a", "1")},
 		}},
 		{"keys sorted", bytesOf(map[string]string{"b": "2", "a": "1"}), hash.Digest{
-			Sum: wantSum("a", "1", "b", "2"), Keys: map[string]string{"a": keyHash("1"), "b": keyHash("2")},
+			Sum: wantSum("a", "1", "b", "2"), Keys: map[string]string{"a": keyHash("a", "1"), "b": keyHash("b", "2")},
 		}},
 		{"nil and empty values", map[string][]byte{"a": nil, "b": {}}, hash.Digest{
-			Sum: wantSum("a", "", "b", ""), Keys: map[string]string{"a": keyHash(""), "b": keyHash("")},
+			Sum: wantSum("a", "", "b", ""), Keys: map[string]string{"a": keyHash("a", ""), "b": keyHash("b", "")},
 		}},
 		{"binary value", map[string][]byte{"bin": {0, 0xff, '\n'}}, hash.Digest{
-			Sum: wantSum("bin", "\x00\xff\n"), Keys: map[string]string{"bin": keyHash("\x00\xff\n")},
+			Sum: wantSum("bin", "\x00\xff\n"), Keys: map[string]string{"bin": keyHash("bin", "\x00\xff\n")},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := hasher.Of(tt.data)
+			got := hasher.Of(src, tt.data)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Of() mismatch (-want +got):\n%s", diff)
 			}
@@ -120,10 +129,10 @@ func TestOfStableUnderMapOrder(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
 		data[k] = "value of " + k
 	}
-	want := hasher.Of(bytesOf(data))
+	want := hasher.Of(src, bytesOf(data))
 	for i := 0; i < 50; i++ {
 		// A fresh map each time: Go randomises iteration order.
-		if got := hasher.Of(bytesOf(data)); !cmp.Equal(want, got) {
+		if got := hasher.Of(src, bytesOf(data)); !cmp.Equal(want, got) {
 			t.Fatalf("Of() of the same content differs between calls:\n%s", cmp.Diff(want, got))
 		}
 	}
@@ -144,10 +153,10 @@ func TestOfSumChanges(t *testing.T) {
 		{"all removed", map[string]string{}},
 		{"key and value boundary moved", map[string]string{"a1": "", "b": "2"}},
 	}
-	want := hasher.Of(bytesOf(base)).Sum
+	want := hasher.Of(src, bytesOf(base)).Sum
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := hasher.Of(bytesOf(tt.other)).Sum; got == want {
+			if got := hasher.Of(src, bytesOf(tt.other)).Sum; got == want {
 				t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", tt.other, base, got)
 			}
 		})
@@ -164,15 +173,15 @@ func TestOfLengthPrefix(t *testing.T) {
 		{map[string]string{"": "ab"}, map[string]string{"a": "b"}},
 	}
 	for _, p := range pairs {
-		if x, y := hasher.Of(bytesOf(p.a)).Sum, hasher.Of(bytesOf(p.b)).Sum; x == y {
+		if x, y := hasher.Of(src, bytesOf(p.a)).Sum, hasher.Of(src, bytesOf(p.b)).Sum; x == y {
 			t.Errorf("Of(%v).Sum == Of(%v).Sum = %s", p.a, p.b, x)
 		}
 	}
 }
 
 func TestOfKeyHashes(t *testing.T) {
-	old := hasher.Of(bytesOf(map[string]string{"a": "1", "b": "2", "c": "same"}))
-	cur := hasher.Of(bytesOf(map[string]string{"a": "1", "b": "changed", "c": "same"}))
+	old := hasher.Of(src, bytesOf(map[string]string{"a": "1", "b": "2", "c": "same"}))
+	cur := hasher.Of(src, bytesOf(map[string]string{"a": "1", "b": "changed", "c": "same"}))
 	if old.Keys["a"] != cur.Keys["a"] || old.Keys["c"] != cur.Keys["c"] {
 		t.Errorf("hashes of unchanged keys differ: %v, %v", old.Keys, cur.Keys)
 	}
@@ -180,8 +189,8 @@ func TestOfKeyHashes(t *testing.T) {
 		t.Errorf("hash of changed key b did not change: %s", old.Keys["b"])
 	}
 	// A key's hash depends on its value alone, not on its name or neighbours.
-	if old.Keys["c"] != keyHash("same") {
-		t.Errorf("Keys[c] = %s, want %s", old.Keys["c"], keyHash("same"))
+	if old.Keys["c"] != keyHash("c", "same") {
+		t.Errorf("Keys[c] = %s, want %s", old.Keys["c"], keyHash("c", "same"))
 	}
 }
 
@@ -213,5 +222,40 @@ func TestChangedKeys(t *testing.T) {
 				t.Errorf("ChangedKeys() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHashesAreBoundToTheirPlace: the same value under another kind,
+// namespace, object or key gives an unrelated hash, so recorded hashes can
+// neither be matched against hashes of chosen guesses made elsewhere nor
+// show that two objects share a value.
+func TestHashesAreBoundToTheirPlace(t *testing.T) {
+	data := bytesOf(map[string]string{"password": "admin", "pw": "admin"})
+	base := hasher.Of(src, data)
+	if base.Keys["password"] == base.Keys["pw"] {
+		t.Error("the same value under two keys of one object gave the same hash")
+	}
+	for _, other := range []hash.Source{
+		{Kind: "ConfigMap", Namespace: src.Namespace, Name: src.Name},
+		{Kind: src.Kind, Namespace: "tenant", Name: src.Name},
+		{Kind: src.Kind, Namespace: src.Namespace, Name: "guess"},
+		// Length prefixes: moving a character from one field to the next
+		// changes the hash.
+		{Kind: src.Kind, Namespace: src.Namespace + "d", Name: src.Name[1:]},
+	} {
+		d := hasher.Of(other, data)
+		if d.Keys["password"] == base.Keys["password"] || d.Sum == base.Sum {
+			t.Errorf("%+v and %+v gave the same hash for the same value", src, other)
+		}
+	}
+}
+
+// TestIDNamesTheScheme: the ID of a key differs from the one the first
+// scheme (unbound hashes) gave for the same key, so records made by that
+// scheme are adopted again rather than compared.
+func TestIDNamesTheScheme(t *testing.T) {
+	v1 := sha256.Sum256(append([]byte("watcher hash key id\x00"), testKey...))
+	if hasher.ID() == hex.EncodeToString(v1[:])[:hash.KeyHashLen] {
+		t.Error("the key ID is the one of the unbound scheme: old records would be compared with new hashes")
 	}
 }

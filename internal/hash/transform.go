@@ -35,9 +35,9 @@ func (h *Hasher) OfObject(obj any) (Digest, error) {
 		for k, v := range o.BinaryData {
 			data[k] = v
 		}
-		return h.Of(data), nil
+		return h.Of(Source{"ConfigMap", o.Namespace, o.Name}, data), nil
 	case *corev1.Secret:
-		return h.Of(o.Data), nil
+		return h.Of(Source{"Secret", o.Namespace, o.Name}, o.Data), nil
 	default:
 		return Digest{}, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
 	}

@@ -63,11 +63,11 @@ func TestTransform(t *testing.T) {
 			BinaryData: map[string][]byte{"c": {0, 1}},
 		},
 		want: want("ConfigMap", map[string]string{"require-restart": "false"},
-			hasher.Of(map[string][]byte{"a": []byte("1"), "b": []byte("2"), "c": {0, 1}})),
+			hasher.Of(at("ConfigMap"), map[string][]byte{"a": []byte("1"), "b": []byte("2"), "c": {0, 1}})),
 	}, {
 		name: "empty configmap",
 		in:   &corev1.ConfigMap{ObjectMeta: meta(nil)},
-		want: want("ConfigMap", nil, hasher.Of(nil)),
+		want: want("ConfigMap", nil, hasher.Of(at("ConfigMap"), nil)),
 	}, {
 		name: "secret",
 		in: &corev1.Secret{
@@ -75,7 +75,7 @@ func TestTransform(t *testing.T) {
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{"user": []byte("admin"), "pass": []byte(password)},
 		},
-		want: want("Secret", nil, hasher.Of(map[string][]byte{"user": []byte("admin"), "pass": []byte(password)})),
+		want: want("Secret", nil, hasher.Of(at("Secret"), map[string][]byte{"user": []byte("admin"), "pass": []byte(password)})),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,14 +121,18 @@ func TestTransformLeaksNothing(t *testing.T) {
 }
 
 // TestDataAndBinaryDataAgree: the same bytes under data or binaryData are
-// the same content.
+// the same content; the same bytes in a Secret of the same name are not (the
+// kind takes part in the hash).
 func TestDataAndBinaryDataAgree(t *testing.T) {
 	a, _ := hasher.OfObject(&corev1.ConfigMap{Data: map[string]string{"k": "v", "l": "w"}})
 	b, _ := hasher.OfObject(&corev1.ConfigMap{BinaryData: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
 	c, _ := hasher.OfObject(&corev1.ConfigMap{Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"l": []byte("w")}})
 	s, _ := hasher.OfObject(&corev1.Secret{Data: map[string][]byte{"k": []byte("v"), "l": []byte("w")}})
-	if a.Sum != b.Sum || a.Sum != c.Sum || a.Sum != s.Sum {
-		t.Errorf("sums differ: %s %s %s %s", a.Sum, b.Sum, c.Sum, s.Sum)
+	if a.Sum != b.Sum || a.Sum != c.Sum {
+		t.Errorf("sums differ: %s %s %s", a.Sum, b.Sum, c.Sum)
+	}
+	if a.Sum == s.Sum || a.Keys["k"] == s.Keys["k"] {
+		t.Errorf("a ConfigMap and a Secret with the same content have the same hashes: %s", a.Sum)
 	}
 	if _, err := hasher.OfObject(&corev1.Pod{}); err == nil {
 		t.Error("OfObject(Pod): no error")
@@ -168,3 +172,6 @@ func TestDigestAnnotationsAreInvalid(t *testing.T) {
 		}
 	}
 }
+
+// at names the object meta returns, of the given kind.
+func at(kind string) hash.Source { return hash.Source{Kind: kind, Namespace: "ns", Name: "app"} }
