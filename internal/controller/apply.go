@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -22,13 +27,16 @@ import (
 func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan) error {
 	log := ctrl.LoggerFrom(ctx)
 	for _, c := range p.Ignored {
-		log.V(1).Info("Change ignored: the object opted out", "source", describe(key.Namespace, c), "reason", plan.SkipConfigOptedOut)
+		log.V(1).Info("Change ignored: the object opted out", "source", describe(key.Namespace, c.Ref), "reason", plan.SkipConfigOptedOut)
+	}
+	if len(p.Missing) > 0 {
+		r.missing(ctx, key, obj, p.Missing)
 	}
 	if p.Action == plan.None {
 		return nil
 	}
 	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID()))); err != nil {
-		return fmt.Errorf("patch %s: %w", key, err)
+		return r.patchFailed(ctx, key, obj, err)
 	}
 	switch p.Action {
 	case plan.Forget:
@@ -42,18 +50,99 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		var why, note []string
 		for _, c := range p.Changes {
-			why = append(why, describe(key.Namespace, c)+" changed (keys: "+strings.Join(c.Keys, ",")+")")
-			note = append(note, fmt.Sprintf("%s %s changed (keys: %s; %s→%s)", c.Ref.Kind, c.Ref.Name, strings.Join(c.Keys, ", "), c.Old, c.New))
+			why = append(why, describe(key.Namespace, c.Ref)+" changed (keys: "+keyList(c.Keys, ",")+")")
+			note = append(note, fmt.Sprintf("%s %s changed (keys: %s; %s→%s)", c.Ref.Kind, c.Ref.Name, keyList(c.Keys, ", "), c.Old, c.New))
 		}
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID())
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Restarted", "Restart", "Restarted because %s", strings.Join(note, "; "))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
 	}
 	return nil
 }
 
-// describe names the object of a change as "Kind namespace/name".
-func describe(namespace string, c plan.Change) string {
-	return string(c.Ref.Kind) + " " + namespace + "/" + c.Ref.Name
+// Event reasons.
+const (
+	ReasonRestarted   = "Restarted"
+	ReasonMissingKey  = "MissingKey"
+	ReasonWriteFailed = "WriteFailed"
+)
+
+// missing says that a restart is held because keys the pods need are gone.
+func (r *Reconciler) missing(ctx context.Context, key workload.Key, obj client.Object, ms []plan.Missing) {
+	var note []string
+	for _, m := range ms {
+		note = append(note, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
+		ctrl.LoggerFrom(ctx).Info("Not restarting: a key the pods need is missing", "source", describe(key.Namespace, m.Ref), "keys", m.Keys, "reason", plan.SkipMissingKey)
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonMissingKey, "Restart", "%s",
+		noteOf("Not restarting until it is back, new pods could not start: ", note))
+}
+
+// patchFailed reports a failed patch. A patch the API server refuses as
+// invalid or too large would fail again however often it is sent: it is
+// reported on the workload and not retried (a later change of the workload
+// or its configuration tries again).
+func (r *Reconciler) patchFailed(ctx context.Context, key workload.Key, obj client.Object, err error) error {
+	err = fmt.Errorf("patch %s: %w", key, err)
+	if !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) && !apierrors.IsBadRequest(err) {
+		return err
+	}
+	metrics.Errors.WithLabelValues("patch").Inc()
+	ctrl.LoggerFrom(ctx).Error(err, "The API server refuses the record; not retrying")
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Record", "%s", truncate("Cannot record the configuration hashes: "+err.Error()))
+	return reconcile.TerminalError(err)
+}
+
+// keyList joins keys, or says that they were not recorded one by one.
+func keyList(keys []string, sep string) string {
+	if keys == nil {
+		return "not listed, recorded as one digest"
+	}
+	return strings.Join(keys, sep)
+}
+
+// maxNote is the longest note the API server accepts on an events.k8s.io
+// Event.
+const maxNote = 1024
+
+// noteOf joins parts after prefix, leaving out the parts that do not fit in
+// an Event note, and saying how many were left out.
+func noteOf(prefix string, parts []string) string {
+	out := prefix
+	for i, p := range parts {
+		if i > 0 {
+			p = "; " + p
+		}
+		room := maxNote
+		if i < len(parts)-1 {
+			room -= len(fmt.Sprintf("; and %d more", len(parts)-i))
+		}
+		if len(out)+len(p) > room {
+			if i == 0 {
+				return truncate(out + p)
+			}
+			return out + fmt.Sprintf("; and %d more", len(parts)-i)
+		}
+		out += p
+	}
+	return out
+}
+
+// truncate cuts s to maxNote bytes, on a rune boundary, marking the cut.
+func truncate(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	const mark = "…"
+	cut := maxNote - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// describe names a referenced object as "Kind namespace/name".
+func describe(namespace string, ref refs.Ref) string {
+	return string(ref.Kind) + " " + namespace + "/" + ref.Name
 }
 
 // patchFor builds the JSON merge patch for p: the record and the ID of its

@@ -3,10 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -16,89 +16,113 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// processChange handles one change of a ConfigMap or Secret on the replica
-// that takes its lock: it says what changed and reconciles every workload
-// that reads a changed key. If any of them fails, the lock is released
-// without marking the change done, and the change is retried.
+// processChange handles a changed ConfigMap or Secret on the replica that
+// takes the lock of its current version: it reconciles every workload that
+// uses the object and says what changed. If any of them fails, the lock is
+// released without marking the version done, and the item is retried with
+// backoff (one item, however often it fails).
 func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	held, outcome, err := r.Config.Locker.Acquire(ctx, req.LockID())
+	obj, err := r.Store.Get(req.Kind, req.Namespace, req.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if obj == nil {
+		log.V(1).Info("Changed, then deleted; nothing to do")
+		return reconcile.Result{}, nil
+	}
+	// The lock names this version of this object: its UID tells it from an
+	// object of the same name deleted and created again, or from the same
+	// resourceVersion after an etcd restore.
+	id := req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
+	held, outcome, err := r.Config.Locker.Acquire(ctx, id)
 	switch {
 	case err != nil:
 		metrics.LockAcquisitions.WithLabelValues("error").Inc()
 		metrics.Errors.WithLabelValues("lock").Inc()
-		log.Error(err, "Cannot take the lock of the change; retrying with backoff")
+		log.Error(err, "Cannot take the lock of the change; retrying with backoff", "change", id)
 		return reconcile.Result{}, err
 	case outcome == lock.Done:
 		metrics.LockAcquisitions.WithLabelValues("done").Inc()
-		log.V(1).Info("Change processed by another replica")
+		log.V(1).Info("Change processed by another replica", "change", id)
 		return reconcile.Result{}, nil
 	case outcome == lock.Held:
 		metrics.LockAcquisitions.WithLabelValues("held").Inc()
-		log.V(1).Info("Change locked by another replica; looking again later")
+		log.V(1).Info("Change locked by another replica; looking again later", "change", id)
 		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
 	}
 	metrics.LockAcquisitions.WithLabelValues("acquired").Inc()
-	err = r.changeUsers(ctx, req)
-	if rerr := held.Release(ctx, err == nil); rerr != nil {
+	err = r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req)
+	// Release even when ctx was cancelled (watcher is stopping): another
+	// replica then takes the change at once rather than after the lock's
+	// TTL. The locker bounds the call itself.
+	if rerr := held.Release(context.WithoutCancel(ctx), err == nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()
-		log.Error(rerr, "Cannot release the lock of the change")
+		log.Error(rerr, "Cannot release the lock of the change", "change", id)
 	}
 	return reconcile.Result{}, err
 }
 
+// changeUsers reconciles every workload that uses the object of req, and
+// reports, from the plans made for them, what changed and why the change
+// restarted nothing where it did not.
 func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	log := ctrl.LoggerFrom(ctx)
-	id := req.Kind + " " + req.Namespace + "/" + req.Name
-	obj, err := r.Store.Get(req.Kind, req.Namespace, req.Name)
-	if err != nil {
-		return err
-	}
-	if obj == nil {
-		log.V(1).Info("Changed, then deleted; nothing to do", "object", id)
-		return nil
-	}
-	var changed []string
-	if req.Created {
-		log.V(1).Info("Created", "object", id)
-	} else {
-		changed = strings.Split(req.Keys, ",")
-		metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
-		log.Info(id+" changed, keys: "+req.Keys, "object", id, "keys", changed)
-	}
-	if optedOut, _ := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation); optedOut && !req.Created {
-		// The users still get their record refreshed, without a restart,
-		// so that the change never counts later.
-		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
-		log.Info("Change restarts nothing: the object opted out", "object", id, "reason", plan.SkipConfigOptedOut)
-	}
-
 	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
 	if err != nil {
 		metrics.Errors.WithLabelValues("index").Inc()
 		return err
 	}
+	metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
 	ref := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}
 	var errs []error
+	var keys []string
+	ignored := false
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
-		if !req.Created {
-			if reason := r.triage(u.Obj, ref.ID(), changed); reason != "" {
-				metrics.Skipped.WithLabelValues(reason).Inc()
-				log.V(1).Info("Change restarts nothing for this workload", "object", id, "workload", key.String(), "reason", reason)
-				continue
+		out, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
+		if err != nil {
+			// A workload that can never be written was reported; it must
+			// not stop the change from being retried for the others.
+			if !errors.Is(err, reconcile.TerminalError(nil)) {
+				errs = append(errs, err)
 			}
+			continue
 		}
-		errs = append(errs, r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key))
+		if !out.decided {
+			continue
+		}
+		keys = append(keys, changedKeys(out.plan, ref.ID())...)
+		ignored = ignored || slices.ContainsFunc(out.plan.Ignored, func(c plan.Change) bool { return c.Ref.ID() == ref.ID() })
+		if reason := out.plan.SkipReason(out.input); reason != "" && reason != plan.SkipConfigOptedOut {
+			metrics.Skipped.WithLabelValues(reason).Inc()
+			log.V(1).Info("Change restarts nothing for this workload", "object", req.String(), "workload", key.String(), "reason", reason)
+		}
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if ignored {
+		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
+		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", plan.SkipConfigOptedOut)
+	}
+	if len(keys) > 0 {
+		log.Info(req.String()+" changed, keys: "+strings.Join(keys, ","), "object", req.String(), "keys", keys)
+	} else {
+		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users))
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) triage(w client.Object, id string, changed []string) string {
-	uses, err := workload.Refs(w)
-	if err != nil {
-		return "" // reported when reconciled
+// changedKeys returns the keys of the object id that p found changed,
+// whether they restarted the workload or were ignored.
+func changedKeys(p plan.Plan, id string) []string {
+	var out []string
+	for _, cs := range [][]plan.Change{p.Changes, p.Ignored} {
+		for _, c := range cs {
+			if c.Ref.ID() == id {
+				out = append(out, c.Keys...)
+			}
+		}
 	}
-	optedOut, _ := plan.OptedOut(w.GetAnnotations(), r.Config.Annotation) // reported when reconciled
-	return plan.Triage(optedOut, uses, id, changed)
+	return out
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
@@ -19,12 +18,14 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[Request]
 
-// configHandler turns ConfigMap or Secret events into change requests. It
-// only compares digests; finding the users and deciding is the reconciler's.
+// configHandler turns ConfigMap or Secret events into requests naming the
+// object, held by the debouncer until its changes are quiet. It only
+// compares digests; finding the users and deciding is the reconciler's.
 type configHandler struct {
-	kind refs.Kind
-	cfg  Config
-	log  logr.Logger
+	kind     refs.Kind
+	cfg      Config
+	log      logr.Logger
+	debounce *debouncer
 }
 
 func (h *configHandler) funcs() handler.TypedEventHandler[client.Object, Request] {
@@ -42,24 +43,24 @@ func (h *configHandler) create(_ context.Context, e event.TypedCreateEvent[clien
 	if e.IsInInitialList {
 		return
 	}
-	q.Add(h.request(e.Object, nil, true))
+	h.debounce.Add(h.request(e.Object), q)
 }
 
-// update enqueues a data change, after the coalescing delay.
+// update enqueues a data change, once the object's changes are quiet.
 func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 	old, errOld := hash.FromObject(e.ObjectOld)
 	cur, errNew := hash.FromObject(e.ObjectNew)
 	if err := errors.Join(errOld, errNew); err != nil {
-		h.log.Error(err, "Cached object has no digest", "object", h.id(e.ObjectNew))
+		h.log.Error(err, "Cached object has no digest", "object", h.request(e.ObjectNew).String())
 		metrics.Errors.WithLabelValues("digest").Inc()
 		return
 	}
 	if old.Sum == cur.Sum {
 		metrics.Skipped.WithLabelValues(plan.SkipMetadataOnly).Inc()
-		h.log.V(1).Info("Metadata changed, data did not", "object", h.id(e.ObjectNew), "reason", plan.SkipMetadataOnly)
+		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)
 		return
 	}
-	q.AddAfter(h.request(e.ObjectNew, hash.ChangedKeys(old.Keys, cur.Keys), false), h.cfg.Coalesce)
+	h.debounce.Add(h.request(e.ObjectNew), q)
 }
 
 // delete restarts nothing: running pods keep the content they have, and new
@@ -67,17 +68,9 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 // so recreating the object with the same content restarts nothing either.
 func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
 	metrics.Skipped.WithLabelValues(plan.SkipConfigDeleted).Inc()
-	h.log.V(1).Info("Deleted; workloads using it keep running", "object", h.id(e.Object), "reason", plan.SkipConfigDeleted)
+	h.log.V(1).Info("Deleted; workloads using it keep running", "object", h.request(e.Object).String(), "reason", plan.SkipConfigDeleted)
 }
 
-func (h *configHandler) request(obj client.Object, keys []string, created bool) Request {
-	return Request{
-		Kind: string(h.kind), Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Version: obj.GetResourceVersion(), Keys: strings.Join(keys, ","), Created: created,
-	}
-}
-
-// id names obj as "Kind namespace/name".
-func (h *configHandler) id(obj client.Object) string {
-	return string(h.kind) + " " + obj.GetNamespace() + "/" + obj.GetName()
+func (h *configHandler) request(obj client.Object) Request {
+	return Request{Kind: string(h.kind), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }

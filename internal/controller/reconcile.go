@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,19 +29,22 @@ type Reconciler struct {
 	Store *store.Store
 	// Client writes patches.
 	Client client.Client
-	// Fresh reads from the API server, after a write conflict.
+	// Fresh reads from the API server: after a write conflict, and before
+	// every restart.
 	Fresh client.Reader
 	// Recorder emits Events on restarted workloads.
 	Recorder recorder.EventRecorder
 	Config   Config
+	resolve  resolver
 }
 
-// Reconcile processes one request: a change or a workload.
+// Reconcile processes one request: a changed object or a workload.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
 	if req.IsChange() {
 		return r.processChange(ctx, req)
 	}
-	return reconcile.Result{}, r.reconcileWorkload(ctx, req.Workload())
+	_, err := r.reconcileWorkload(ctx, req.Workload())
+	return reconcile.Result{}, err
 }
 
 // conflictRetries is how many times a workload is read again and decided
@@ -49,23 +53,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 // each write moves the resourceVersion the patch is conditioned on.
 const conflictRetries = 5
 
+// outcome is what reconciling a workload decided, for the caller's reports.
+type outcome struct {
+	// decided is false when the workload was gone or not decided on.
+	decided bool
+	input   plan.Input
+	plan    plan.Plan
+}
+
 // reconcileWorkload gathers, plans and applies for one workload. A write
 // conflict means someone else (another replica, a user, the workload's
 // controller) changed the workload since it was read: read it again from the
 // API server and decide again.
-func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) error {
+func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (outcome, error) {
 	kind, ok := workload.ByName(key.Kind)
 	if !ok {
-		return nil
+		return outcome{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err != nil || cached == nil {
-		return err
+		return outcome{}, err
 	}
 	// The patch writes the server's answer into the object: not the store's.
 	var obj client.Object = cached.DeepCopy()
+	var out outcome
 	for attempt := 0; ; attempt++ {
-		err = r.reconcile(ctx, key, obj)
+		out, err = r.reconcile(ctx, key, obj)
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
 			break
 		}
@@ -73,37 +86,41 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) er
 		obj = kind.New()
 		if err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()
-			return client.IgnoreNotFound(err)
+			return outcome{}, client.IgnoreNotFound(err)
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		return nil
+		return outcome{}, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
 		metrics.Errors.WithLabelValues("patch").Inc()
 	}
-	return err
+	return out, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) error {
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) (outcome, error) {
+	if err := r.Config.Key.Current(); err != nil {
+		return outcome{}, err
+	}
 	in, err := r.gather(ctx, obj)
 	if err != nil {
-		return err
+		return outcome{}, err
 	}
 	p := plan.Decide(in)
-	if p.Action == plan.Restart && r.Config.VerifyRestarts {
+	if p.Action == plan.Restart {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
-			return err
+			return outcome{}, err
 		}
 	}
-	return r.apply(ctx, key, obj, p)
+	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, p)
 }
 
 // verify decides a restart again with the changed objects read from the API
-// server. With several active replicas, the record on a workload may have
-// been written by a replica that saw a newer ConfigMap than this replica's
-// store holds: restarting from the store would roll the workload back to
-// older content, and the newer change, processed elsewhere, would be lost.
+// server. The record on a workload may have been written by a replica that
+// saw a newer ConfigMap than this replica's store holds: another active
+// replica in the redis and none modes, the previous leader at a lease
+// handover. Restarting from the store would roll the workload back to older
+// content, then forward again.
 func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input, p plan.Plan) (plan.Plan, error) {
 	for _, c := range p.Changes {
 		obj := newConfig(c.Ref.Kind)
@@ -130,7 +147,7 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 // the workload from being handled.
 func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input, error) {
 	log := ctrl.LoggerFrom(ctx)
-	uses, err := workload.Refs(obj)
+	uses, err := r.resolve.Refs(obj)
 	if err != nil {
 		return plan.Input{}, err
 	}
@@ -149,6 +166,11 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 			log.Error(err, "Ignoring unreadable record; adopting the workload as new")
 			metrics.Errors.WithLabelValues("record").Inc()
 		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.Hasher.ID():
+			// Another replica may already have the installation's new key:
+			// adopting its record would lose the change it stands for.
+			if err := r.Config.Key.Verify(ctx); err != nil {
+				return plan.Input{}, err
+			}
 			log.Info("Record made with another hash key; adopting the workload as new")
 			in.Recorded = nil
 		}

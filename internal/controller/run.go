@@ -29,7 +29,12 @@ import (
 
 // Run runs watcher with the given options until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Logger) error {
-	hasher, err := loadHasher(ctx, cfg, o)
+	key, err := loadKey(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	hasher := hash.NewHasher(key)
+	guard, err := newGuard(cfg, o, key, log)
 	if err != nil {
 		return err
 	}
@@ -73,11 +78,15 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Annotation:         o.Annotation,
 		RestartOnCreate:    o.RestartOnCreate,
 		Coalesce:           o.Coalesce,
+		CoalesceMax:        o.CoalesceMax,
 		Workers:            o.Workers,
 		Hasher:             hasher,
-		VerifyRestarts:     o.Lock != options.LockLease,
+		Key:                guard,
 		NeedLeaderElection: lease,
 		Locker:             locker,
+
+		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
+		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})
 	if err != nil {
 		return err
@@ -85,6 +94,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	monitor := &lockMonitor{locker: locker, interval: 2 * time.Second, log: log}
 	if err := errors.Join(
 		mgr.Add(st),
+		mgr.Add(guard),
 		mgr.Add(monitor),
 		mgr.Add(leaderGauge{needLeader: lease}),
 		mgr.Add(&reporter{store: st, opts: o, log: log}),
@@ -141,8 +151,8 @@ func pickPort(addr string) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
 }
 
-// loadHasher reads (or creates) the hash key in watcher's own namespace.
-func loadHasher(ctx context.Context, cfg *rest.Config, o *options.Options) (*hash.Hasher, error) {
+// loadKey reads (or creates) the hash key in watcher's own namespace.
+func loadKey(ctx context.Context, cfg *rest.Config, o *options.Options) ([]byte, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
@@ -151,7 +161,21 @@ func loadHasher(ctx context.Context, cfg *rest.Config, o *options.Options) (*has
 	if err != nil {
 		return nil, fmt.Errorf("%w (watcher needs get and create on Secrets in its namespace %s)", err, o.OwnNamespace())
 	}
-	return hash.NewHasher(key), nil
+	return key, nil
+}
+
+// newGuard returns the guard that keeps this replica's hash key in line
+// with the key Secret.
+func newGuard(cfg *rest.Config, o *options.Options, key []byte, log logr.Logger) (*hash.Guard, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return hash.NewGuard(cs, c, o.OwnNamespace(), o.HashKeySecret, key, log.WithName("hash-key")), nil
 }
 
 // chain applies transforms in turn.

@@ -40,22 +40,18 @@ import (
 )
 
 // Request is an item of the work queue: a workload to reconcile, or a
-// change of a ConfigMap or Secret to process.
+// ConfigMap or Secret whose data changed. Items name objects, never
+// changes: the queue holds at most one item per object, however many times
+// it changes, and what changed (its resourceVersion, its keys) is read when
+// the item is processed.
 type Request struct {
 	// Kind is a workload kind, or ConfigMap or Secret.
 	Kind      string
 	Namespace string
 	Name      string
-	// Version is the resourceVersion of a changed ConfigMap or Secret: it
-	// names the change alike on every replica. Empty for a workload.
-	Version string
-	// Keys are the changed keys, comma-separated.
-	Keys string
-	// Created is true when the ConfigMap or Secret was created.
-	Created bool
 }
 
-// IsChange tells a change from a workload.
+// IsChange tells a change of a ConfigMap or Secret from a workload.
 func (r Request) IsChange() bool {
 	return r.Kind == string(refs.ConfigMap) || r.Kind == string(refs.Secret)
 }
@@ -65,19 +61,8 @@ func (r Request) Workload() workload.Key {
 	return workload.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
-// LockID names a change in the lock backend: "Kind/namespace/name@version",
-// the same on every replica, and free of spaces for tools like redis-cli.
-func (r Request) LockID() string {
-	return r.Kind + "/" + r.Namespace + "/" + r.Name + "@" + r.Version
-}
-
-// String names the request in logs.
-func (r Request) String() string {
-	if r.IsChange() {
-		return r.Kind + " " + r.Namespace + "/" + r.Name + "@" + r.Version
-	}
-	return r.Workload().String()
-}
+// String names the request in logs: "Kind namespace/name".
+func (r Request) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
 
 // Config is what the controller needs from watcher's options.
 type Config struct {
@@ -85,9 +70,12 @@ type Config struct {
 	Annotation string
 	// RestartOnCreate: see plan.Input.
 	RestartOnCreate bool
-	// Coalesce delays the handling of a change so that a burst is handled
-	// once.
-	Coalesce time.Duration
+	// Coalesce is the quiet time after which a changed object is handled,
+	// so that a burst of changes is handled once; CoalesceMax bounds the
+	// wait under a never-ending stream of changes.
+	Coalesce, CoalesceMax time.Duration
+	// CacheSyncTimeout bounds the wait for the informers at start-up.
+	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
 	Workers int
 	// NeedLeaderElection: the controller runs only on the leader.
@@ -95,10 +83,12 @@ type Config struct {
 	// Hasher made the digests in the store; it digests objects read from
 	// the API server alike.
 	Hasher *hash.Hasher
-	// VerifyRestarts re-reads the changed objects from the API server
-	// before a restart: needed when several replicas write (the redis and
-	// none modes), since this replica's store may lag behind their records.
-	VerifyRestarts bool
+	// Key, when set, tells whether Hasher's key is still the installation's
+	// hash key; nothing is decided with a key that is not.
+	Key *hash.Guard
+	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces: references to
+	// objects in these namespaces are dropped before deciding.
+	IgnoreConfigMapNamespaces, IgnoreSecretNamespaces []string
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
 	// HeldRetry is how long to wait before looking again at a change whose
@@ -121,11 +111,13 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Fresh:    mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
+		resolve:  newResolver(cfg.IgnoreConfigMapNamespaces, cfg.IgnoreSecretNamespaces),
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
 			MaxConcurrentReconciles: cfg.Workers,
+			CacheSyncTimeout:        cfg.CacheSyncTimeout,
 			NeedLeaderElection:      ptr.To(cfg.NeedLeaderElection),
 			EnableWarmup:            ptr.To(true),
 			SkipNameValidation:      ptr.To(true),
@@ -136,7 +128,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		WithLogConstructor(func(req *Request) logr.Logger {
 			log := mgr.GetLogger().WithValues("controller", "watcher")
 			if req != nil && req.IsChange() {
-				log = log.WithValues("change", req.String())
+				log = log.WithValues("object", req.String())
 			} else if req != nil {
 				log = log.WithValues("workload", req.String())
 			}
@@ -150,6 +142,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}

@@ -21,15 +21,16 @@ import (
 )
 
 // TestVerifyRestarts: a replica whose store still holds an older ConfigMap
-// than the one another replica recorded on the workload must not roll the
-// workload back to it when it verifies restarts; without verification it
-// would.
+// than the one another replica (or the previous leader) recorded on the
+// workload must not roll the workload back to it: the restart is verified
+// against the API server. Deciding from the store alone would restart.
 func TestVerifyRestarts(t *testing.T) {
 	hasher := hash.NewHasher([]byte("0123456789abcdef0123"))
 	cm := func(v string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": v}}
 	}
-	newest := plan.Record{"ConfigMap/cfg": plan.Entry{"a": hasher.Of(map[string][]byte{"a": []byte("v3")}).Keys["a"]}}
+	src := hash.Source{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}
+	newest := plan.Record{"ConfigMap/cfg": &plan.Entry{All: true, Keys: hasher.Of(src, map[string][]byte{"a": []byte("v3")}).Keys}}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "7", Annotations: map[string]string{
 			plan.RecordAnnotation: newest.String(), plan.HashKeyAnnotation: hasher.ID(),
@@ -38,33 +39,40 @@ func TestVerifyRestarts(t *testing.T) {
 			Name: "app", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
 		}}}}},
 	}
-	for _, tt := range []struct {
-		verify      bool
-		wantRestart bool
-	}{{verify: true, wantRestart: false}, {verify: false, wantRestart: true}} {
-		ctx, cancel := context.WithCancel(context.Background())
-		st, err := store.New(kubefake.NewClientset(dep.DeepCopy(), cm("v2")), store.Options{Hasher: hasher, WorkloadAnnotations: []string{plan.RecordAnnotation, plan.HashKeyAnnotation}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = st.Start(ctx) }()
-		if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
-			t.Fatal("store did not sync")
-		}
-		apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
-		r := &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
-			Config: Config{Annotation: "require-restart", Hasher: hasher, VerifyRestarts: tt.verify}}
-		if err := r.reconcileWorkload(ctx, workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}); err != nil {
-			t.Fatalf("verify=%v: %v", tt.verify, err)
-		}
-		cancel()
-		var got appsv1.Deployment
-		if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
-			t.Fatal(err)
-		}
-		_, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]
-		if restarted != tt.wantRestart {
-			t.Errorf("verify=%v: restarted=%v, want %v", tt.verify, restarted, tt.wantRestart)
-		}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.New(kubefake.NewClientset(dep.DeepCopy(), cm("v2")), store.Options{Hasher: hasher, WorkloadAnnotations: []string{plan.RecordAnnotation, plan.HashKeyAnnotation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = st.Start(ctx) }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
+		t.Fatal("store did not sync")
+	}
+	apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
+	r := &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
+		Config: Config{Annotation: "require-restart", Hasher: hasher}}
+	key := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
+
+	// The store alone says restart: the scenario is real.
+	cached, _ := st.Get("Deployment", "ns", "web")
+	in, err := r.gather(ctx, cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := plan.Decide(in); p.Action != plan.Restart {
+		t.Fatalf("from the store: %v, want restart", p.Action)
+	}
+
+	out, err := r.reconcileWorkload(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got appsv1.Deployment
+	if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]; restarted || out.plan.Action == plan.Restart {
+		t.Errorf("restarted to the store's older content (plan %v)", out.plan.Action)
 	}
 }

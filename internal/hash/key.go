@@ -27,20 +27,14 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) ([]by
 		var s corev1.Secret
 		err := c.Get(ctx, key, &s)
 		if err == nil {
-			if len(s.Data[keyField]) < 16 {
-				return nil, fmt.Errorf("secret %s holds no hash key in %q (16 bytes at least): delete it and watcher makes a new one", key, keyField)
-			}
-			return s.Data[keyField], nil
+			return KeyOf(&s)
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get hash key secret %s: %w", key, err)
 		}
 		b := make([]byte, 32)
 		_, _ = rand.Read(b) // never fails
-		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "watcher"}},
-			Data:       map[string][]byte{keyField: b},
-		}
+		s = *keySecret(namespace, name, b)
 		err = c.Create(ctx, &s)
 		if err == nil {
 			return b, nil
@@ -50,4 +44,20 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) ([]by
 		}
 	}
 	return nil, fmt.Errorf("hash key secret %s: created and deleted concurrently; try again", key)
+}
+
+// KeyOf returns the hash key a key Secret holds.
+func KeyOf(s *corev1.Secret) ([]byte, error) {
+	if len(s.Data[keyField]) < 16 {
+		return nil, fmt.Errorf("secret %s/%s holds no hash key in %q (16 bytes at least): delete it and watcher makes a new one", s.Namespace, s.Name, keyField)
+	}
+	return s.Data[keyField], nil
+}
+
+// keySecret returns the Secret that holds key.
+func keySecret(namespace, name string, key []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "watcher"}},
+		Data:       map[string][]byte{keyField: key},
+	}
 }

@@ -46,9 +46,11 @@ type Options struct {
 	// RestartOnCreate restarts a workload when an object it uses, and that
 	// did not exist, is created.
 	RestartOnCreate bool
-	// Coalesce is how long a workload waits after a change before it is
-	// handled, so that a burst of changes restarts it once.
-	Coalesce time.Duration
+	// Coalesce is how long a changed object must stay quiet before its
+	// users are handled, so that a burst of changes restarts them once;
+	// CoalesceMax bounds the wait under a never-ending stream of changes.
+	Coalesce    time.Duration
+	CoalesceMax time.Duration
 	// Workers is the number of workloads handled in parallel.
 	Workers int
 
@@ -129,6 +131,7 @@ func Defaults() *Options {
 		IgnoreSecretNamespaces:    append([]string(nil), DefaultIgnoredNamespaces...),
 		Annotation:                "require-restart",
 		Coalesce:                  time.Second,
+		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
 		PrintInterval:             100 * time.Second,
 		MetricsAddr:               ":8080",
@@ -172,7 +175,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
 	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
 	fs.Lookup("restart-on-create").NoOptDefVal = "true" // --restart-on-create alone means true
-	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "wait this long after a change before restarting, so a burst restarts once; 0: no wait")
+	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
+	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 
 	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")

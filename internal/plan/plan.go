@@ -2,39 +2,53 @@
 // ConfigMaps and Secrets it uses, whether to restart it.
 //
 // Decide is pure: the caller gathers the inputs from its store and applies the
-// result with one patch. A workload's Record holds the per-key hashes its pods
-// were started with; each reference in its pod spec is compared with the
-// object as it is now:
+// result with one patch. A workload's Record holds, for each reference, which
+// keys its pods read and the hash of each; each reference is compared with
+// the object as it is now:
 //
-//	object now            recorded                   written        a change?
-//	present               no entry (new reference)   current        no: adopted
-//	present               nil (did not exist)        current        only with RestartOnCreate
-//	present               same hashes                current        no
-//	present               other hashes               current        yes: the keys that differ
-//	present, opted out    anything                   current        no: recorded silently
-//	missing               no entry                   nil            no
-//	missing               anything                   kept as is     no: deletion never restarts
+//	object now             recorded                  written      a change?
+//	present                no entry (new reference)  current      no: adopted
+//	present                nil (did not exist)       current      only with RestartOnCreate
+//	present                same hashes               current      no
+//	present                other hashes              current      yes: the keys that differ
+//	present                keys not read before      current      no: newly read keys are adopted
+//	present, opted out     anything                  current      no: recorded silently
+//	present, a required    anything                  kept as is   no, and no restart at all:
+//	  key missing                                                 reported in Missing
+//	missing                no entry                  nil          no
+//	missing                anything                  kept as is   no: deletion never restarts
 //
-// Only the keys a reference reads take part (all of them for envFrom and
-// whole volumes, so added and removed keys count). Entries for references no
-// longer in the pod spec are dropped. Then, for the workload:
+// A key is compared only when the record says the pods read it, and the pod
+// spec still reads it: a template edit that reads one more key, or switches
+// a volume from items to the whole object, rolls the pods itself and must not
+// roll them a second time. Keys read from envFrom and whole volumes are every
+// key of the object, so added and removed keys count. A required key (one a
+// non-optional keyRef or volume item needs) that disappears is treated like
+// the deletion of its object, and holds every restart of the workload: new
+// pods could not start. Entries for references no longer in the pod spec are
+// dropped. Then, for the workload:
 //
 //	workload              record      action
 //	opted out, or uses    present     Forget: remove the record
 //	  nothing
 //	opted out, or uses    absent      None
 //	  nothing
+//	uses only objects     absent      None (nothing to record: the workload
+//	  that do not exist                 may never be restarted), unless
+//	                                  RestartOnCreate
 //	uses something        absent      Adopt: write the record, no rollout
 //	uses something        present     Restart if any change; Refresh if only
 //	                                  the record differs; None otherwise
+//
+// Records are kept under an annotation's size limit: when a record would
+// exceed RecordBudget, the entries with the most keys are summarized, largest
+// first, as one digest each (Entry.Digest).
 package plan
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
-	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
@@ -86,10 +100,18 @@ func (a Action) String() string { return actionNames[a] }
 
 // Change is one referenced object whose keys changed.
 type Change struct {
-	Ref  refs.Ref
+	Ref refs.Ref
+	// Keys are the keys that changed; nil when the entry is summarized
+	// (Entry.Sum) and the keys cannot be told.
 	Keys []string
 	// Old and New are short hashes of the recorded and current entries.
 	Old, New string
+}
+
+// Missing is a referenced object that lacks keys the pods need.
+type Missing struct {
+	Ref  refs.Ref
+	Keys []string
 }
 
 // Plan is Decide's result.
@@ -101,6 +123,9 @@ type Plan struct {
 	Changes []Change
 	// Ignored lists changes that did not count because the object opted out.
 	Ignored []Change
+	// Missing lists required keys that are absent: while any is, nothing
+	// restarts and the record is kept.
+	Missing []Missing
 }
 
 // Decide returns the plan for one workload. See the package comment for the
@@ -114,24 +139,31 @@ func Decide(in Input) Plan {
 	}
 	next := make(Record, len(in.Refs))
 	var p Plan
+	anyPresent := false
 	for _, ref := range in.Refs {
-		cfg := in.Configs[ref.ID()]
-		old, known := in.Recorded[ref.ID()]
+		id := ref.ID()
+		cfg := in.Configs[id]
+		old, known := in.Recorded[id]
 		if !cfg.Present {
-			if known {
-				next[ref.ID()] = old
-			} else {
-				next[ref.ID()] = nil
+			next[id] = old // nil when unknown: "did not exist"
+			continue
+		}
+		anyPresent = true
+		if lacks := missingKeys(ref, cfg.Keys); len(lacks) > 0 {
+			p.Missing = append(p.Missing, Missing{Ref: ref, Keys: lacks})
+			next[id] = old
+			if !known {
+				next[id] = entryFor(ref, cfg.Keys)
 			}
 			continue
 		}
-		cur := used(ref, cfg.Keys)
-		next[ref.ID()] = cur
+		cur := entryFor(ref, cfg.Keys)
+		next[id] = cur
 		if !known || (old == nil && !in.RestartOnCreate) {
 			continue
 		}
-		keys := hash.ChangedKeys(old, cur)
-		if len(keys) == 0 {
+		keys, changed := compare(ref, old, cur)
+		if !changed {
 			continue
 		}
 		c := Change{Ref: ref, Keys: keys, Old: old.Sum(), New: cur.Sum()}
@@ -141,41 +173,108 @@ func Decide(in Input) Plan {
 			p.Changes = append(p.Changes, c)
 		}
 	}
-	p.Record = next
 	byRef := func(a, b Change) int { return strings.Compare(a.Ref.ID(), b.Ref.ID()) }
 	slices.SortFunc(p.Changes, byRef)
 	slices.SortFunc(p.Ignored, byRef)
 	switch {
+	case in.Recorded == nil && !anyPresent && !in.RestartOnCreate:
+		p.Action = None
 	case in.Recorded == nil:
-		p.Action = Adopt
+		p.Action, p.Record = Adopt, fit(next)
+	case len(p.Missing) > 0:
+		// Restarting would leave new pods stuck: keep the record as it
+		// is, so that the changes count once the keys are back.
+		p.Action, p.Changes = None, nil
 	case len(p.Changes) > 0:
-		p.Action = Restart
-	case !equal(in.Recorded, next):
-		p.Action = Refresh
+		p.Action, p.Record = Restart, fit(next)
 	default:
-		p.Action, p.Record = None, nil
+		p.Record = fit(next)
+		if equal(in.Recorded, p.Record) {
+			p.Action, p.Record = None, nil
+		} else {
+			p.Action = Refresh
+		}
 	}
 	return p
 }
 
-// used returns the hashes of the keys ref reads from an object with keys.
-func used(ref refs.Ref, keys map[string]string) Entry {
+// missingKeys returns the keys ref requires that keys lacks.
+func missingKeys(ref refs.Ref, keys map[string]string) []string {
+	var out []string
+	for _, k := range ref.Required {
+		if _, ok := keys[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// entryFor returns what a pod using ref reads from an object with keys.
+func entryFor(ref refs.Ref, keys map[string]string) *Entry {
 	if ref.AllKeys {
-		e := make(Entry, len(keys)) // never nil: nil means "did not exist"
-		maps.Copy(e, keys)
+		e := &Entry{All: true, Keys: make(map[string]string, len(keys))}
+		for k, h := range keys {
+			e.Keys[k] = h
+		}
 		return e
 	}
-	e := make(Entry, len(ref.Keys))
+	e := &Entry{Keys: make(map[string]string, len(ref.Keys))}
 	for _, k := range ref.Keys {
-		if h, ok := keys[k]; ok {
-			e[k] = h
-		}
+		e.Keys[k] = keys[k] // "" when absent: read, but not there
 	}
 	return e
 }
 
+// compare returns the keys that differ between the recorded entry old and
+// the current entry cur of ref, counting only keys the pods read both then
+// and now, and whether anything changed. A summarized entry is compared as a
+// whole, unless the pods went from reading some keys to all or back.
+func compare(ref refs.Ref, old, cur *Entry) ([]string, bool) {
+	if old == nil { // created: every key there now is new
+		old = &Entry{All: true}
+	}
+	if old.Digest != "" {
+		if old.All != cur.All {
+			return nil, false
+		}
+		return nil, old.Digest != cur.summary()
+	}
+	var changed []string
+	seen := make(map[string]bool, len(cur.Keys))
+	check := func(k string) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		was, read := old.Keys[k]
+		if !read && !old.All {
+			return // newly read: adopted
+		}
+		if was != cur.Keys[k] {
+			changed = append(changed, k)
+		}
+	}
+	for k := range cur.Keys {
+		check(k)
+	}
+	for k := range old.Keys {
+		if ref.Uses(k) {
+			check(k) // read before and still read: removed if not in cur
+		}
+	}
+	slices.Sort(changed)
+	return changed, len(changed) > 0
+}
+
 func equal(a, b Record) bool {
-	return maps.EqualFunc(a, b, func(x, y Entry) bool {
-		return (x == nil) == (y == nil) && maps.Equal(x, y)
-	})
+	if len(a) != len(b) {
+		return false
+	}
+	for id, x := range a {
+		y, ok := b[id]
+		if !ok || !x.Equal(y) {
+			return false
+		}
+	}
+	return true
 }

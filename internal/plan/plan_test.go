@@ -24,17 +24,33 @@ func cmAll(name string) refs.Ref { return refs.Ref{Kind: refs.ConfigMap, Name: n
 
 func secAll(name string) refs.Ref { return refs.Ref{Kind: refs.Secret, Name: name, AllKeys: true} }
 
-// entry builds an Entry from key, hash, key, hash...
-func entry(kv ...string) plan.Entry {
-	e := plan.Entry{}
+// entry builds the Entry of a reference that reads some keys, from key,
+// hash, key, hash... ("" for a key read but absent).
+func entry(kv ...string) *plan.Entry {
+	e := &plan.Entry{Keys: map[string]string{}}
 	for i := 0; i < len(kv); i += 2 {
-		e[kv[i]] = kv[i+1]
+		e.Keys[kv[i]] = kv[i+1]
 	}
 	return e
 }
 
+// all builds the Entry of a reference that reads every key.
+func all(kv ...string) *plan.Entry {
+	e := entry(kv...)
+	e.All = true
+	return e
+}
+
+// required returns a reference to ConfigMap name that reads keys and needs
+// need.
+func required(name string, keys []string, need ...string) refs.Ref {
+	r := cm(name, keys...)
+	r.Required = need
+	return r
+}
+
 func present(kv ...string) plan.Config {
-	return plan.Config{Present: true, Keys: map[string]string(entry(kv...))}
+	return plan.Config{Present: true, Keys: entry(kv...).Keys}
 }
 
 func optedOut(kv ...string) plan.Config {
@@ -45,7 +61,7 @@ func optedOut(kv ...string) plan.Config {
 
 var missing = plan.Config{}
 
-func change(ref refs.Ref, keys []string, old, cur plan.Entry) plan.Change {
+func change(ref refs.Ref, keys []string, old, cur *plan.Entry) plan.Change {
 	return plan.Change{Ref: ref, Keys: keys, Old: old.Sum(), New: cur.Sum()}
 }
 
@@ -83,30 +99,30 @@ func TestDecide(t *testing.T) {
 				Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: nil},
 				Configs: map[string]plan.Config{cmA: present("other", "1")}, RestartOnCreate: true,
 			},
-			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry()}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "")}},
 		},
 		{
 			name: "present, same hashes: none",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
 			want: plan.Plan{Action: plan.None},
 		},
 		{
 			name: "present, other hashes: restart for the keys that differ",
 			in: plan.Input{
-				Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1", "l", "1")},
+				Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1", "l", "1")},
 				Configs: map[string]plan.Config{cmA: present("k", "2", "l", "1")},
 			},
 			want: plan.Plan{
-				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "2", "l", "1")},
-				Changes: []plan.Change{change(cmAll("a"), []string{"k"}, entry("k", "1", "l", "1"), entry("k", "2", "l", "1"))},
+				Action: plan.Restart, Record: plan.Record{cmA: all("k", "2", "l", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"k"}, all("k", "1", "l", "1"), all("k", "2", "l", "1"))},
 			},
 		},
 		{
 			name: "present, opted out, other hashes: recorded silently, listed as ignored",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
 			want: plan.Plan{
-				Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")},
-				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, entry("k", "1"), entry("k", "2"))},
+				Action: plan.Refresh, Record: plan.Record{cmA: all("k", "2")},
+				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, all("k", "1"), all("k", "2"))},
 			},
 		},
 		{
@@ -116,18 +132,18 @@ func TestDecide(t *testing.T) {
 				Configs: map[string]plan.Config{cmA: optedOut("k", "2")}, RestartOnCreate: true,
 			},
 			want: plan.Plan{
-				Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")},
-				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, nil, entry("k", "2"))},
+				Action: plan.Refresh, Record: plan.Record{cmA: all("k", "2")},
+				Ignored: []plan.Change{change(cmAll("a"), []string{"k"}, nil, all("k", "2"))},
 			},
 		},
 		{
 			name: "present, opted out, no entry: recorded",
 			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
-			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "2")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: all("k", "2")}},
 		},
 		{
 			name: "present, opted out, same hashes: none",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "2")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "2")}, Configs: map[string]plan.Config{cmA: optedOut("k", "2")}},
 			want: plan.Plan{Action: plan.None},
 		},
 		{
@@ -142,7 +158,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "missing, hashes recorded: kept, deletion never restarts",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: missing}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: missing}},
 			want: plan.Plan{Action: plan.None},
 		},
 		{
@@ -152,15 +168,15 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "missing, hashes recorded, another reference dropped: entry kept in the refreshed record",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1"), cmB: entry()}, Configs: map[string]plan.Config{cmA: missing}},
-			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1"), cmB: all()}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: all("k", "1")}},
 		},
 
 		// The workload table.
 		{
 			name: "workload opted out, record present: forget, whatever changed",
 			in: plan.Input{
-				OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")},
+				OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")},
 				Configs: map[string]plan.Config{cmA: present("k", "2")},
 			},
 			want: plan.Plan{Action: plan.Forget},
@@ -223,57 +239,126 @@ func TestDecide(t *testing.T) {
 			name: "key read removed: restart",
 			in:   plan.Input{Refs: []refs.Ref{cm("a", "a", "b")}, Recorded: plan.Record{cmA: entry("a", "1", "b", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1")}},
 			want: plan.Plan{
-				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "1")},
-				Changes: []plan.Change{change(cm("a", "a", "b"), []string{"b"}, entry("a", "1", "b", "1"), entry("a", "1"))},
+				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "1", "b", "")},
+				Changes: []plan.Change{change(cm("a", "a", "b"), []string{"b"}, entry("a", "1", "b", "1"), entry("a", "1", "b", ""))},
 			},
 		},
 		{
 			name: "optional key appears: restart",
-			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: entry()}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: entry("k", "")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
 			want: plan.Plan{
 				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "1")},
-				Changes: []plan.Change{change(cm("a", "k"), []string{"k"}, entry(), entry("k", "1"))},
+				Changes: []plan.Change{change(cm("a", "k"), []string{"k"}, entry("k", ""), entry("k", "1"))},
 			},
 		},
 		{
 			name: "all keys: key added",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("a", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1", "b", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("a", "1")}, Configs: map[string]plan.Config{cmA: present("a", "1", "b", "1")}},
 			want: plan.Plan{
-				Action: plan.Restart, Record: plan.Record{cmA: entry("a", "1", "b", "1")},
-				Changes: []plan.Change{change(cmAll("a"), []string{"b"}, entry("a", "1"), entry("a", "1", "b", "1"))},
+				Action: plan.Restart, Record: plan.Record{cmA: all("a", "1", "b", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"b"}, all("a", "1"), all("a", "1", "b", "1"))},
 			},
 		},
 		{
 			name: "all keys: key removed",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("a", "1", "b", "1")}, Configs: map[string]plan.Config{cmA: present("b", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("a", "1", "b", "1")}, Configs: map[string]plan.Config{cmA: present("b", "1")}},
 			want: plan.Plan{
-				Action: plan.Restart, Record: plan.Record{cmA: entry("b", "1")},
-				Changes: []plan.Change{change(cmAll("a"), []string{"a"}, entry("a", "1", "b", "1"), entry("b", "1"))},
+				Action: plan.Restart, Record: plan.Record{cmA: all("b", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"a"}, all("a", "1", "b", "1"), all("b", "1"))},
 			},
 		},
 		{
 			name: "reference removed from the spec: dropped from the record",
-			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1"), secA: entry("p", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
-			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1"), secA: all("p", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: all("k", "1")}},
 		},
 		{
 			name: "several changes, sorted; opted-out change ignored; unchanged reference kept",
 			in: plan.Input{
 				Refs:     []refs.Ref{cmAll("a"), cmAll("b"), cmAll("c"), secAll("a")},
-				Recorded: plan.Record{cmA: entry("k", "1"), cmB: entry("k", "1"), "ConfigMap/c": entry("k", "1"), secA: entry("k", "1")},
+				Recorded: plan.Record{cmA: all("k", "1"), cmB: all("k", "1"), "ConfigMap/c": all("k", "1"), secA: all("k", "1")},
 				Configs: map[string]plan.Config{
 					cmA: present("k", "2"), cmB: present("k", "1"), "ConfigMap/c": optedOut("k", "2"), secA: present("k", "1", "l", "1"),
 				},
 			},
 			want: plan.Plan{
 				Action: plan.Restart,
-				Record: plan.Record{cmA: entry("k", "2"), cmB: entry("k", "1"), "ConfigMap/c": entry("k", "2"), secA: entry("k", "1", "l", "1")},
+				Record: plan.Record{cmA: all("k", "2"), cmB: all("k", "1"), "ConfigMap/c": all("k", "2"), secA: all("k", "1", "l", "1")},
 				Changes: []plan.Change{
-					change(cmAll("a"), []string{"k"}, entry("k", "1"), entry("k", "2")),
-					change(secAll("a"), []string{"l"}, entry("k", "1"), entry("k", "1", "l", "1")),
+					change(cmAll("a"), []string{"k"}, all("k", "1"), all("k", "2")),
+					change(secAll("a"), []string{"l"}, all("k", "1"), all("k", "1", "l", "1")),
 				},
-				Ignored: []plan.Change{change(cmAll("c"), []string{"k"}, entry("k", "1"), entry("k", "2"))},
+				Ignored: []plan.Change{change(cmAll("c"), []string{"k"}, all("k", "1"), all("k", "2"))},
 			},
+		},
+
+		// A template edit rolls once: keys read for the first time are
+		// adopted, never taken for a change.
+		{
+			name: "template reads one more key of a used object: adopted",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k", "l")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1", "l", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1", "l", "1")}},
+		},
+		{
+			name: "volume switched from items to the whole object: adopted",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1", "l", "1")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: all("k", "1", "l", "1")}},
+		},
+		{
+			name: "volume switched from the whole object to items: adopted",
+			in:   plan.Input{Refs: []refs.Ref{cm("a", "k")}, Recorded: plan.Record{cmA: all("k", "1", "l", "1")}, Configs: map[string]plan.Config{cmA: present("k", "1", "l", "2")}},
+			want: plan.Plan{Action: plan.Refresh, Record: plan.Record{cmA: entry("k", "1")}},
+		},
+		{
+			name: "switched to the whole object while a key read before changed: restart for that key only",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "2", "l", "1")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: all("k", "2", "l", "1")},
+				Changes: []plan.Change{change(cmAll("a"), []string{"k"}, entry("k", "1"), all("k", "2", "l", "1"))},
+			},
+		},
+
+		// A required key that disappears holds every restart.
+		{
+			name: "required key removed: nothing restarts, record kept, key reported",
+			in:   plan.Input{Refs: []refs.Ref{required("a", []string{"k", "l"}, "k")}, Recorded: plan.Record{cmA: entry("k", "1", "l", "1")}, Configs: map[string]plan.Config{cmA: present("l", "2")}},
+			want: plan.Plan{Action: plan.None, Missing: []plan.Missing{{Ref: required("a", []string{"k", "l"}, "k"), Keys: []string{"k"}}}},
+		},
+		{
+			name: "required key removed while another object changed: still nothing restarts",
+			in: plan.Input{
+				Refs: []refs.Ref{required("a", []string{"k"}, "k"), secAll("a")}, Recorded: plan.Record{cmA: entry("k", "1"), secA: all("p", "1")},
+				Configs: map[string]plan.Config{cmA: present(), secA: present("p", "2")},
+			},
+			want: plan.Plan{Action: plan.None, Missing: []plan.Missing{{Ref: required("a", []string{"k"}, "k"), Keys: []string{"k"}}}},
+		},
+		{
+			name: "required key back with new content: restart",
+			in:   plan.Input{Refs: []refs.Ref{required("a", []string{"k"}, "k")}, Recorded: plan.Record{cmA: entry("k", "1")}, Configs: map[string]plan.Config{cmA: present("k", "2")}},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: entry("k", "2")},
+				Changes: []plan.Change{change(required("a", []string{"k"}, "k"), []string{"k"}, entry("k", "1"), entry("k", "2"))},
+			},
+		},
+		{
+			name: "required key missing at adoption: adopted, key reported",
+			in:   plan.Input{Refs: []refs.Ref{required("a", []string{"k"}, "k")}, Configs: map[string]plan.Config{cmA: present("l", "1")}},
+			want: plan.Plan{
+				Action: plan.Adopt, Record: plan.Record{cmA: entry("k", "")},
+				Missing: []plan.Missing{{Ref: required("a", []string{"k"}, "k"), Keys: []string{"k"}}},
+			},
+		},
+
+		// Workloads that could never be restarted are not written.
+		{
+			name: "record absent, every object missing (ignored, excluded, not there): none",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a"), cm("b", "k")}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "record absent, every object missing, RestartOnCreate: adopt, so that a creation restarts",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, RestartOnCreate: true},
+			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{cmA: nil}},
 		},
 	}
 	for _, tt := range tests {
@@ -304,8 +389,8 @@ func TestDecideHistory(t *testing.T) {
 		{"deleted, recreated with other content", false, []step{
 			{present("k", "1"), plan.Adopt}, {missing, plan.None}, {present("k", "2"), plan.Restart}, {present("k", "2"), plan.None},
 		}},
-		{"created later, RestartOnCreate off", false, []step{
-			{missing, plan.Adopt}, {missing, plan.None}, {present("k", "1"), plan.Refresh}, {present("k", "2"), plan.Restart},
+		{"created later, RestartOnCreate off: nothing recorded until it exists", false, []step{
+			{missing, plan.None}, {missing, plan.None}, {present("k", "1"), plan.Adopt}, {present("k", "2"), plan.Restart},
 		}},
 		{"created later, RestartOnCreate on", true, []step{
 			{missing, plan.Adopt}, {present("k", "1"), plan.Restart}, {present("k", "1"), plan.None},

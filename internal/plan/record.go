@@ -2,10 +2,15 @@ package plan
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	stdhash "hash"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Annotations watcher writes on workloads.
@@ -23,12 +28,27 @@ const (
 )
 
 // Record is what a workload's pods were started with: for each ConfigMap or
-// Secret they use, keyed "Kind/name", the hash of every key they read. A nil
-// Entry means the object did not exist.
-type Record map[string]Entry
+// Secret they use, keyed "Kind/name", the keys they read and the hash of
+// each. A nil Entry means the object did not exist.
+type Record map[string]*Entry
 
-// Entry maps key to hash for the keys a workload reads from one object.
-type Entry map[string]string
+// Entry is what a workload reads from one object.
+type Entry struct {
+	// All is true when the pods read every key of the object (envFrom, a
+	// whole volume): Keys then holds every key the object had.
+	All bool `json:"all,omitempty"`
+	// Keys maps each key read to its hash; "" for a key read but absent.
+	Keys map[string]string `json:"keys,omitempty"`
+	// Digest, when set, stands in for Keys, which are then not recorded: one
+	// digest of every key read and its hash, for records that would not
+	// fit in an annotation otherwise.
+	Digest string `json:"sum,omitempty"`
+}
+
+// RecordBudget is the size above which a record is shrunk by summarizing
+// its largest entries: all of a workload's annotations together must stay
+// under 256 KiB, and the record leaves room for the others.
+const RecordBudget = 64 << 10
 
 // ParseRecord decodes a RecordAnnotation value.
 func ParseRecord(s string) (Record, error) {
@@ -45,7 +65,7 @@ func ParseRecord(s string) (Record, error) {
 // String encodes r for RecordAnnotation. Map keys are sorted, so equal
 // records encode to equal strings.
 func (r Record) String() string {
-	b, _ := json.Marshal(r) // a map of strings always marshals
+	b, _ := json.Marshal(r) // maps of strings and bools always marshal
 	return string(b)
 }
 
@@ -54,12 +74,76 @@ func (r Record) String() string {
 func (r Record) RestartID() string { return shortSum(r.String()) }
 
 // Sum returns a short hash of e, for messages ("1a2b3c4d→5e6f7a8b").
-func (e Entry) Sum() string {
+func (e *Entry) Sum() string {
 	if e == nil {
 		return "none"
 	}
 	b, _ := json.Marshal(e)
 	return shortSum(string(b))[:8]
+}
+
+// Equal reports whether e and o record the same thing.
+func (e *Entry) Equal(o *Entry) bool {
+	if e == nil || o == nil {
+		return e == nil && o == nil
+	}
+	return e.All == o.All && e.Digest == o.Digest && maps.Equal(e.Keys, o.Keys)
+}
+
+// summary returns the digest that stands in for e's keys: a hash of every
+// key and its hash, sorted, each length-prefixed.
+func (e *Entry) summary() string {
+	if e.Digest != "" {
+		return e.Digest
+	}
+	keys := slices.Sorted(maps.Keys(e.Keys))
+	h := sha256.New()
+	for _, k := range keys {
+		writeField(h, k)
+		writeField(h, e.Keys[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func writeField(h stdhash.Hash, s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	h.Write(n[:])
+	h.Write([]byte(s))
+}
+
+// fit returns r, with its largest entries summarized until its encoding
+// fits in RecordBudget. The choice depends only on r, so equal records fit
+// alike.
+func fit(r Record) Record {
+	if len(r.String()) <= RecordBudget {
+		return r
+	}
+	ids := slices.Collect(maps.Keys(r))
+	slices.SortFunc(ids, func(a, b string) int {
+		if d := len(r[b].keys()) - len(r[a].keys()); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, id := range ids {
+		e := r[id]
+		if e == nil || e.Digest != "" {
+			continue
+		}
+		r[id] = &Entry{All: e.All, Digest: e.summary()}
+		if len(r.String()) <= RecordBudget {
+			break
+		}
+	}
+	return r
+}
+
+func (e *Entry) keys() map[string]string {
+	if e == nil {
+		return nil
+	}
+	return e.Keys
 }
 
 func shortSum(s string) string {

@@ -25,8 +25,8 @@ func TestParseRecord(t *testing.T) {
 	}{
 		{
 			"entries, nil and empty entries distinct",
-			`{"ConfigMap/a":{"k":"1","l":"2"},"Secret/b":null,"Secret/c":{}}`,
-			plan.Record{cmA: entry("k", "1", "l", "2"), "Secret/b": nil, "Secret/c": entry()},
+			`{"ConfigMap/a":{"keys":{"k":"1","l":""}},"Secret/b":null,"Secret/c":{"all":true,"keys":{"x":"2"}},"Secret/d":{"all":true,"sum":"ab"}}`,
+			plan.Record{cmA: entry("k", "1", "l", ""), "Secret/b": nil, "Secret/c": all("x", "2"), "Secret/d": {All: true, Digest: "ab"}},
 		},
 		{"empty object", `{}`, plan.Record{}},
 		{"null: empty, non-nil", `null`, plan.Record{}},
@@ -49,7 +49,7 @@ func TestParseRecord(t *testing.T) {
 }
 
 func TestParseRecordErrors(t *testing.T) {
-	for _, in := range []string{``, `{`, `[]`, `"x"`, `{"ConfigMap/a":"x"}`, `{"ConfigMap/a":{"k":1}}`, `{"a":{}} trailing`} {
+	for _, in := range []string{``, `{`, `[]`, `"x"`, `{"ConfigMap/a":"x"}`, `{"ConfigMap/a":{"keys":{"k":1}}}`, `{"ConfigMap/a":{"all":"yes"}}`, `{"a":{}} trailing`} {
 		got, err := plan.ParseRecord(in)
 		if err == nil {
 			t.Errorf("ParseRecord(%q) = %v, want an error", in, got)
@@ -72,8 +72,8 @@ func TestRecordString(t *testing.T) {
 	}{
 		{"nil record", nil, `null`},
 		{"empty record", plan.Record{}, `{}`},
-		{"sorted keys, nil and empty entries", plan.Record{"Secret/z": entry("y", "2", "x", "1"), cmA: nil, cmB: entry()},
-			`{"ConfigMap/a":null,"ConfigMap/b":{},"Secret/z":{"x":"1","y":"2"}}`},
+		{"sorted keys, nil, empty and all entries", plan.Record{"Secret/z": entry("y", "2", "x", ""), cmA: nil, cmB: all()},
+			`{"ConfigMap/a":null,"ConfigMap/b":{"all":true},"Secret/z":{"keys":{"x":"","y":"2"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,8 +88,9 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, r := range []plan.Record{
 		{},
 		{cmA: nil},
-		{cmA: entry()},
-		{cmA: entry("k", "1"), secA: nil, cmB: entry("a/b", "x\"y", "é", "")},
+		{cmA: entry("k", "")},
+		{cmA: entry("k", "1"), secA: nil, cmB: all("a/b", "x\"y", "é", "")},
+		{cmA: {All: true, Digest: "0123"}},
 	} {
 		got, err := plan.ParseRecord(r.String())
 		if err != nil {
@@ -103,10 +104,10 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // build returns the same record, filled in the given order of IDs.
 func build(order []string) plan.Record {
-	all := map[string]plan.Entry{cmA: entry("k", "1", "l", "2", "m", "3"), cmB: nil, secA: entry(), "Secret/b": entry("p", "9")}
+	entries := map[string]*plan.Entry{cmA: entry("k", "1", "l", "2", "m", "3"), cmB: nil, secA: all(), "Secret/b": entry("p", "9")}
 	r := plan.Record{}
 	for _, id := range order {
-		r[id] = all[id]
+		r[id] = entries[id]
 	}
 	return r
 }
@@ -128,7 +129,7 @@ func TestRecordStringAndRestartIDDeterministic(t *testing.T) {
 
 func TestRestartID(t *testing.T) {
 	base := plan.Record{cmA: entry("k", "1")}
-	if got, want := base.RestartID(), sha(`{"ConfigMap/a":{"k":"1"}}`)[:16]; got != want {
+	if got, want := base.RestartID(), sha(`{"ConfigMap/a":{"keys":{"k":"1"}}}`)[:16]; got != want {
 		t.Errorf("RestartID() = %s, want %s", got, want)
 	}
 	// Every configuration below differs from the others in one way.
@@ -140,7 +141,9 @@ func TestRestartID(t *testing.T) {
 		"other object":       {cmB: entry("k", "1")},
 		"other kind":         {"Secret/a": entry("k", "1")},
 		"extra object":       {cmA: entry("k", "1"), cmB: nil},
-		"empty entry":        {cmA: entry()},
+		"absent key":         {cmA: entry("k", "")},
+		"all keys":           {cmA: all("k", "1")},
+		"summarized":         {cmA: {Digest: "1"}},
 		"nil entry":          {cmA: nil},
 		"empty record":       {},
 		"key and hash swapt": {cmA: entry("1", "k")},
@@ -161,13 +164,13 @@ func TestRestartID(t *testing.T) {
 func TestEntrySum(t *testing.T) {
 	tests := []struct {
 		name string
-		in   plan.Entry
+		in   *plan.Entry
 		want string
 	}{
 		{"nil", nil, "none"},
-		{"empty", entry(), sha(`{}`)[:8]},
-		{"one key", entry("k", "1"), sha(`{"k":"1"}`)[:8]},
-		{"sorted keys", entry("l", "2", "k", "1"), sha(`{"k":"1","l":"2"}`)[:8]},
+		{"all, empty", all(), sha(`{"all":true}`)[:8]},
+		{"one key", entry("k", "1"), sha(`{"keys":{"k":"1"}}`)[:8]},
+		{"sorted keys", entry("l", "2", "k", "1"), sha(`{"keys":{"k":"1","l":"2"}}`)[:8]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

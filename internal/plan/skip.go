@@ -1,7 +1,5 @@
 package plan
 
-import "github.com/watcher-dev/watcher/internal/refs"
-
 // Reasons a detected change restarts nothing, as reported in logs and in the
 // reason label of watcher_skipped_changes_total.
 const (
@@ -10,32 +8,31 @@ const (
 	SkipWorkloadOptedOut = "workload-opted-out" // the workload opted out
 	SkipConfigOptedOut   = "config-opted-out"   // the ConfigMap or Secret opted out
 	SkipConfigDeleted    = "config-deleted"     // deletion never restarts
+	SkipMissingKey       = "missing-key"        // a key the pods need is gone: new pods could not start
+	SkipOnDelete         = "on-delete"          // template updated, but the pods roll only when deleted
 )
 
-// Triage tells, for one workload that refers to an object whose keys
-// changed, why the change cannot restart it, or "" if it may. uses are the
-// workload's references (refs.FromPodSpec); id is the changed object's
-// Ref.ID().
+// SkipReason tells why p, decided for a user of a changed object, restarts
+// nothing, or "" when it restarts. It reads the plan Decide made, so the
+// reasons reported can never disagree with the decision:
 //
-//	workload opted out   workload reads a changed key   reason
-//	yes                  -                              workload-opted-out
-//	no                   no                             unused-keys
-//	no                   yes                            ""
-//
-// Triage only saves work and explains skips: Decide stays the authority.
-func Triage(workloadOptedOut bool, uses []refs.Ref, id string, changed []string) string {
-	if workloadOptedOut {
+//	plan                                  reason
+//	workload opted out (Forget or None)   workload-opted-out
+//	Restart                               ""
+//	a required key missing                missing-key
+//	only opted-out objects changed        config-opted-out
+//	anything else                         unused-keys
+func (p Plan) SkipReason(in Input) string {
+	switch {
+	case in.OptedOut:
 		return SkipWorkloadOptedOut
+	case p.Action == Restart:
+		return ""
+	case len(p.Missing) > 0:
+		return SkipMissingKey
+	case len(p.Ignored) > 0:
+		return SkipConfigOptedOut
+	default:
+		return SkipUnusedKeys
 	}
-	for _, r := range uses {
-		if r.ID() != id {
-			continue
-		}
-		for _, k := range changed {
-			if r.Uses(k) {
-				return ""
-			}
-		}
-	}
-	return SkipUnusedKeys
 }

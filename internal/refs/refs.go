@@ -40,6 +40,9 @@ type Ref struct {
 	AllKeys bool
 	// Keys are the keys the pod reads when AllKeys is false, sorted.
 	Keys []string
+	// Required are the Keys some non-optional reference needs, sorted: pods
+	// cannot start without them.
+	Required []string
 }
 
 // ID returns "Kind/name", the form used in records and messages.

@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// debouncer holds back the requests of changed objects until their changes
+// have been quiet for window, or until max has passed since the first change
+// held, then adds them to the work queue: a burst of edits becomes one item,
+// handled once, after the burst; a never-ending stream is still handled every
+// max.
+//
+// It holds at most one entry per object, whatever the number of changes, and
+// the queue dedups what it adds: memory stays flat under any number of
+// changes, on a standby too (where nothing takes items off the queue).
+type debouncer struct {
+	window, max time.Duration
+	now         func() time.Time
+
+	mu      sync.Mutex
+	pending map[Request]*held
+}
+
+// held is one object's pending changes.
+type held struct {
+	first, due time.Time
+	timer      *time.Timer
+	q          adder
+}
+
+// adder is the part of the work queue the debouncer uses.
+type adder interface{ Add(Request) }
+
+func newDebouncer(window, max time.Duration) *debouncer {
+	return &debouncer{window: window, max: max, now: time.Now, pending: map[Request]*held{}}
+}
+
+// Add holds req until its changes are quiet, then adds it to q.
+func (d *debouncer) Add(req Request, q adder) {
+	if d.window <= 0 {
+		q.Add(req)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	h := d.pending[req]
+	if h == nil {
+		h = &held{first: now, q: q}
+		d.pending[req] = h
+	}
+	h.due = now.Add(d.window)
+	if d.max > 0 {
+		h.due = minTime(h.due, h.first.Add(d.max))
+	}
+	if h.timer == nil {
+		h.timer = time.AfterFunc(h.due.Sub(now), func() { d.fire(req) })
+	}
+}
+
+// fire hands req to the queue if it is due, or waits again if a later change
+// moved its due time.
+func (d *debouncer) fire(req Request) {
+	d.mu.Lock()
+	h := d.pending[req]
+	if h == nil {
+		d.mu.Unlock()
+		return
+	}
+	if wait := h.due.Sub(d.now()); wait > 0 {
+		h.timer = time.AfterFunc(wait, func() { d.fire(req) })
+		d.mu.Unlock()
+		return
+	}
+	delete(d.pending, req)
+	d.mu.Unlock()
+	h.q.Add(req)
+}
+
+// Len returns how many objects have changes held.
+func (d *debouncer) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
