@@ -35,6 +35,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if p.Action == plan.None {
 		return nil
 	}
+	onDelete := workload.OnDelete(obj) // before the patch replaces obj
 	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID()))); err != nil {
 		return r.patchFailed(ctx, key, obj, err)
 	}
@@ -47,12 +48,21 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	case plan.Refresh:
 		log.V(1).Info("Record refreshed, nothing restarted")
 	case plan.Restart:
-		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		var why, note []string
 		for _, c := range p.Changes {
 			why = append(why, describe(key.Namespace, c.Ref)+" changed (keys: "+keyList(c.Keys, ",")+")")
 			note = append(note, fmt.Sprintf("%s %s changed (keys: %s; %s→%s)", c.Ref.Kind, c.Ref.Name, keyList(c.Keys, ", "), c.Old, c.New))
 		}
+		if onDelete != "" {
+			// The template changed, but the workload's controller replaces
+			// no pod until it is deleted: no restart to count or announce.
+			metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
+			log.Info("Template updated; pods pick up the change only when deleted", "because", strings.Join(why, ", "), "updateStrategy", onDelete, "reason", plan.SkipOnDelete)
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonUpdatedOnDelete, "Restart", "%s",
+				noteOf("Template updated, but pods pick up the change only when deleted ("+onDelete+"): ", note))
+			return nil
+		}
+		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
 	}
@@ -61,9 +71,10 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 
 // Event reasons.
 const (
-	ReasonRestarted   = "Restarted"
-	ReasonMissingKey  = "MissingKey"
-	ReasonWriteFailed = "WriteFailed"
+	ReasonRestarted       = "Restarted"
+	ReasonUpdatedOnDelete = "UpdatedOnDelete"
+	ReasonMissingKey      = "MissingKey"
+	ReasonWriteFailed     = "WriteFailed"
 )
 
 // missing says that a restart is held because keys the pods need are gone.
