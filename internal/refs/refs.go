@@ -14,10 +14,8 @@
 package refs
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -38,7 +36,8 @@ type Ref struct {
 	// AllKeys is true when the pod sees every key (envFrom, a whole volume),
 	// so that adding or removing a key is a change.
 	AllKeys bool
-	// Keys are the keys the pod reads when AllKeys is false, sorted.
+	// Keys are the keys the pod reads when AllKeys is false, sorted, each
+	// once.
 	Keys []string
 }
 
@@ -165,46 +164,4 @@ func (c collector) refs() []Ref {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out
-}
-
-// Encode writes refs compactly, e.g. "ConfigMap/cfg:*;Secret/tls:ca.crt,tls.key":
-// kind and name, then "*" for every key or the keys read. Names and keys
-// cannot hold ";", ":", "," or "*", so the form is unambiguous.
-func Encode(rs []Ref) string {
-	var b strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(r.ID())
-		b.WriteByte(':')
-		if r.AllKeys {
-			b.WriteByte('*')
-		} else {
-			b.WriteString(strings.Join(r.Keys, ","))
-		}
-	}
-	return b.String()
-}
-
-// Decode reads what Encode wrote.
-func Decode(s string) ([]Ref, error) {
-	if s == "" {
-		return nil, nil
-	}
-	parts := strings.Split(s, ";")
-	out := make([]Ref, 0, len(parts))
-	for _, p := range parts {
-		id, keys, ok := strings.Cut(p, ":")
-		kind, name, ok2 := strings.Cut(id, "/")
-		if !ok || !ok2 || (Kind(kind) != ConfigMap && Kind(kind) != Secret) || name == "" {
-			return nil, fmt.Errorf("decode references: bad entry %q", p)
-		}
-		r := Ref{Kind: Kind(kind), Name: name, AllKeys: keys == "*"}
-		if !r.AllKeys && keys != "" {
-			r.Keys = strings.Split(keys, ",")
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }
