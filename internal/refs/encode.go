@@ -7,17 +7,19 @@ import (
 )
 
 // reserved are the bytes that have a meaning in the encoded form, escaped
-// wherever they occur in a name or key. "!" is kept for a marker on keys.
+// wherever they occur in a name or key.
 const reserved = "%;:,*/!"
 
 const upperHex = "0123456789ABCDEF"
 
 // Encode writes refs compactly, one entry per Ref, separated by ";":
 //
-//	ConfigMap/cfg:*;Secret/tls:ca.crt,tls.key
+//	ConfigMap/cfg:*;Secret/tls:!ca.crt,tls.key
 //
 // An entry is the kind, "/", the name, ":", then "*" when the pod reads
-// every key, else the keys it reads separated by ",".
+// every key, else the keys it reads separated by ",", each required key (see
+// Ref.Required) marked with a leading "!". A key of Required that is not in
+// Keys is not written.
 //
 // The API server checks little more than that the names and keys a pod spec
 // refers to are not empty, so they may hold any character. The bytes that
@@ -43,6 +45,9 @@ func Encode(rs []Ref) string {
 		for j, k := range r.Keys {
 			if j > 0 {
 				b.WriteByte(',')
+			}
+			if r.Requires(k) {
+				b.WriteByte('!')
 			}
 			escape(&b, k)
 		}
@@ -112,7 +117,8 @@ func decodeRef(entry string) (Ref, error) {
 	}
 	r.Keys = make([]string, 0, strings.Count(keys, ",")+1)
 	for k := range strings.SplitSeq(keys, ",") {
-		key, err := unescape(k)
+		required := strings.HasPrefix(k, "!")
+		key, err := unescape(strings.TrimPrefix(k, "!"))
 		if err != nil {
 			return Ref{}, fmt.Errorf("key: %w", err)
 		}
@@ -120,6 +126,9 @@ func decodeRef(entry string) (Ref, error) {
 			return Ref{}, fmt.Errorf("key %q out of order", key)
 		}
 		r.Keys = append(r.Keys, key)
+		if required {
+			r.Required = append(r.Required, key)
+		}
 	}
 	return r, nil
 }

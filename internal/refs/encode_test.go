@@ -33,6 +33,11 @@ func TestEncode(t *testing.T) {
 		{"a key that looks like an escape", []refs.Ref{cm("cfg", "%3B")}, "ConfigMap/cfg:%253B"},
 		{"other bytes as they are", []refs.Ref{cm("ünï", "a b", "名前")}, "ConfigMap/ünï:a b,名前"},
 		{"empty name and key as a bare %", []refs.Ref{cm("", "")}, "ConfigMap/%:%"},
+		{"required keys marked", []refs.Ref{req(sec("tls", "ca.crt", "tls.key"), "ca.crt"), req(cm("b", "x", "y"), "x", "y")}, "Secret/tls:!ca.crt,tls.key;ConfigMap/b:!x,!y"},
+		{"required odd keys", []refs.Ref{req(cm("cfg", "!", "!a", "%", "a"), "!", "!a", "%")}, "ConfigMap/cfg:!%21,!%21a,!%25,a"},
+		{"required empty key", []refs.Ref{req(cm("cfg", ""), "")}, "ConfigMap/cfg:!%"},
+		{"no required key with every key", []refs.Ref{req(cmAll("cfg"), "k")}, "ConfigMap/cfg:*"},
+		{"a required key not among the keys is not written", []refs.Ref{req(cm("cfg", "a"), "b")}, "ConfigMap/cfg:a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +66,9 @@ func TestDecodeRoundTrip(t *testing.T) {
 			return rs
 		}()},
 		{"empty name and key", []refs.Ref{cm("", "", "a")}},
+		{"required keys", []refs.Ref{req(cm("a", "k", "l", "m"), "k", "m"), req(sec("b", "x"), "x")}},
+		{"required odd keys", []refs.Ref{req(cm("cfg", sorted(oddNames...)...), sorted(oddNames...)...)}},
+		{"required empty key", []refs.Ref{req(cm("cfg", "", "a"), "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +108,12 @@ func TestDecodeErrors(t *testing.T) {
 		";ConfigMap/a:*",    // empty entry
 		"configmap/a:*",     // kinds are case-sensitive
 		"ConfigMap/a:*;Pod", // one bad entry spoils all
+		"ConfigMap/a:!",     // empty required key, not written as !%
+		"ConfigMap/a:!!b",   // unescaped "!" in a key
+		"ConfigMap/a:b!",    // unescaped "!" in a key
+		"ConfigMap/a:!*",    // "*" as a required key
+		"ConfigMap/!a:*",    // unescaped "!" in a name
+		"ConfigMap/a:!b,a",  // keys out of order
 	} {
 		if got, err := refs.Decode(bad); err == nil {
 			t.Errorf("Decode(%q) = %+v, want an error", bad, got)
@@ -108,7 +122,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 // FuzzEncodeDecode checks that Decode reads back exactly what Encode wrote
-// whatever the names and keys, and that Decode never panics and never
+// whatever the names, keys and required keys, and that Decode never panics and never
 // returns what Encode would not write the same way again.
 //
 //	go test -fuzz=FuzzEncodeDecode ./internal/refs/
@@ -119,6 +133,7 @@ func FuzzEncodeDecode(f *testing.F) {
 	for _, raw := range []string{
 		"", "ConfigMap/cfg:*;Secret/tls:ca.crt,tls.key", "ConfigMap/x%3By:%2A,a%2Cb", "Secret/%:%",
 		"ConfigMap/a:", "ConfigMap/a%", "ConfigMap/a:%3", ";;", "Secret/a:b,a", "ConfigMap/%c3%a9:*",
+		"Secret/tls:!ca.crt,tls.key", "ConfigMap/a:!", "ConfigMap/a:!%,!%21", "ConfigMap/a:!!",
 	} {
 		f.Add("cfg", "a", "b", "c", uint8(0), raw)
 	}
@@ -148,8 +163,8 @@ func FuzzEncodeDecode(f *testing.F) {
 }
 
 // fuzzRefs builds two references from fuzzed values: name with keys (all
-// keys when flags has bit 1), of the kind bit 0 says, and a Secret named
-// after the first key.
+// keys when flags has bit 1), of the kind bit 0 says, key i required when
+// flags has bit 2+i, and a Secret named after the first key.
 func fuzzRefs(name string, keys []string, flags uint8) []refs.Ref {
 	r := refs.Ref{Kind: refs.ConfigMap, Name: name}
 	if flags&1 != 0 {
@@ -157,9 +172,16 @@ func fuzzRefs(name string, keys []string, flags uint8) []refs.Ref {
 	}
 	if flags&2 != 0 {
 		r.AllKeys = true
-	} else {
-		r.Keys = sorted(keys...)
+		return []refs.Ref{r, secAll(keys[0])}
 	}
+	r.Keys = sorted(keys...)
+	var required []string
+	for i, k := range keys {
+		if flags&(4<<i) != 0 {
+			required = append(required, k)
+		}
+	}
+	r.Required = sorted(required...)
 	return []refs.Ref{r, secAll(keys[0])}
 }
 
