@@ -11,13 +11,23 @@
 //
 // References to the same object are merged: if any of them uses every key, the
 // merged reference uses every key; otherwise it uses the union of the keys.
+//
+// A key is required when a reference that names it is not optional: without
+// it the pod cannot start (the kubelet fails the env var or the volume).
+//
+//	reference                                        key required when
+//	env[].valueFrom.configMapKeyRef / secretKeyRef   its optional is unset or false
+//	volumes[].configMap / secret, items              the volume's optional is unset or false
+//	volumes[].projected.sources[].configMap / secret the source's optional is unset or false
+//	envFrom, whole volumes                           never: they name no key
+//
+// A key is required in the merged reference when any reference requires it;
+// no key is when the merged reference uses every key.
 package refs
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -38,10 +48,12 @@ type Ref struct {
 	// AllKeys is true when the pod sees every key (envFrom, a whole volume),
 	// so that adding or removing a key is a change.
 	AllKeys bool
-	// Keys are the keys the pod reads when AllKeys is false, sorted.
+	// Keys are the keys the pod reads when AllKeys is false, sorted, each
+	// once.
 	Keys []string
-	// Required are the Keys some non-optional reference needs, sorted: pods
-	// cannot start without them.
+	// Required are the keys of Keys that some reference which is not
+	// optional names (see the package comment): if one disappears, new pods
+	// cannot start. Sorted; empty when AllKeys.
 	Required []string
 }
 
@@ -54,6 +66,12 @@ func (r Ref) Uses(key string) bool {
 		return true
 	}
 	_, found := slices.BinarySearch(r.Keys, key)
+	return found
+}
+
+// Requires reports whether key is one of r.Required.
+func (r Ref) Requires(key string) bool {
+	_, found := slices.BinarySearch(r.Required, key)
 	return found
 }
 
@@ -73,9 +91,11 @@ func FromPodSpec(spec *corev1.PodSpec) []Ref {
 	return c.refs()
 }
 
+// usage is what the references to one object use: every key, or the keys
+// in keys, each true when some reference requires it.
 type usage struct {
 	all  bool
-	keys map[string]struct{}
+	keys map[string]bool
 }
 
 type object struct {
@@ -85,22 +105,25 @@ type object struct {
 
 type collector map[object]*usage
 
-func (c collector) add(kind Kind, name string, keys ...string) {
+// add records a reference to the object kind/name that reads keys, or
+// every key if there are none. optional is the reference's own field.
+func (c collector) add(kind Kind, name string, optional *bool, keys ...string) {
 	if name == "" {
 		return
 	}
 	id := object{kind, name}
 	u := c[id]
 	if u == nil {
-		u = &usage{keys: map[string]struct{}{}}
+		u = &usage{keys: map[string]bool{}}
 		c[id] = u
 	}
 	if len(keys) == 0 {
 		u.all = true
 		return
 	}
+	required := optional == nil || !*optional
 	for _, k := range keys {
-		u.keys[k] = struct{}{}
+		u.keys[k] = u.keys[k] || required
 	}
 }
 
@@ -110,38 +133,38 @@ func (c collector) container(env []corev1.EnvVar, envFrom []corev1.EnvFromSource
 			continue
 		}
 		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-			c.add(ConfigMap, r.Name, r.Key)
+			c.add(ConfigMap, r.Name, r.Optional, r.Key)
 		}
 		if r := e.ValueFrom.SecretKeyRef; r != nil {
-			c.add(Secret, r.Name, r.Key)
+			c.add(Secret, r.Name, r.Optional, r.Key)
 		}
 	}
 	for _, e := range envFrom {
 		if e.ConfigMapRef != nil {
-			c.add(ConfigMap, e.ConfigMapRef.Name)
+			c.add(ConfigMap, e.ConfigMapRef.Name, e.ConfigMapRef.Optional)
 		}
 		if e.SecretRef != nil {
-			c.add(Secret, e.SecretRef.Name)
+			c.add(Secret, e.SecretRef.Name, e.SecretRef.Optional)
 		}
 	}
 }
 
 func (c collector) volume(v *corev1.VolumeSource) {
 	if v.ConfigMap != nil {
-		c.add(ConfigMap, v.ConfigMap.Name, itemKeys(v.ConfigMap.Items)...)
+		c.add(ConfigMap, v.ConfigMap.Name, v.ConfigMap.Optional, itemKeys(v.ConfigMap.Items)...)
 	}
 	if v.Secret != nil {
-		c.add(Secret, v.Secret.SecretName, itemKeys(v.Secret.Items)...)
+		c.add(Secret, v.Secret.SecretName, v.Secret.Optional, itemKeys(v.Secret.Items)...)
 	}
 	if v.Projected == nil {
 		return
 	}
 	for _, s := range v.Projected.Sources {
 		if s.ConfigMap != nil {
-			c.add(ConfigMap, s.ConfigMap.Name, itemKeys(s.ConfigMap.Items)...)
+			c.add(ConfigMap, s.ConfigMap.Name, s.ConfigMap.Optional, itemKeys(s.ConfigMap.Items)...)
 		}
 		if s.Secret != nil {
-			c.add(Secret, s.Secret.Name, itemKeys(s.Secret.Items)...)
+			c.add(Secret, s.Secret.Name, s.Secret.Optional, itemKeys(s.Secret.Items)...)
 		}
 	}
 }
@@ -163,51 +186,14 @@ func (c collector) refs() []Ref {
 				r.Keys = append(r.Keys, k)
 			}
 			sort.Strings(r.Keys)
+			for _, k := range r.Keys {
+				if u.keys[k] {
+					r.Required = append(r.Required, k)
+				}
+			}
 		}
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out
-}
-
-// Encode writes refs compactly, e.g. "ConfigMap/cfg:*;Secret/tls:ca.crt,tls.key":
-// kind and name, then "*" for every key or the keys read. Names and keys
-// cannot hold ";", ":", "," or "*", so the form is unambiguous.
-func Encode(rs []Ref) string {
-	var b strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(r.ID())
-		b.WriteByte(':')
-		if r.AllKeys {
-			b.WriteByte('*')
-		} else {
-			b.WriteString(strings.Join(r.Keys, ","))
-		}
-	}
-	return b.String()
-}
-
-// Decode reads what Encode wrote.
-func Decode(s string) ([]Ref, error) {
-	if s == "" {
-		return nil, nil
-	}
-	parts := strings.Split(s, ";")
-	out := make([]Ref, 0, len(parts))
-	for _, p := range parts {
-		id, keys, ok := strings.Cut(p, ":")
-		kind, name, ok2 := strings.Cut(id, "/")
-		if !ok || !ok2 || (Kind(kind) != ConfigMap && Kind(kind) != Secret) || name == "" {
-			return nil, fmt.Errorf("decode references: bad entry %q", p)
-		}
-		r := Ref{Kind: Kind(kind), Name: name, AllKeys: keys == "*"}
-		if !r.AllKeys && keys != "" {
-			r.Keys = strings.Split(keys, ",")
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

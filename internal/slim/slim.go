@@ -21,13 +21,19 @@ package slim
 import (
 	"slices"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
+
+// ErrorOperation is the operation label of metrics.Errors for workloads
+// whose pod template cannot be read.
+const ErrorOperation = "transform"
 
 // Meta returns the parts of m watcher reads, with only the annotations
 // named in keep.
@@ -52,7 +58,12 @@ func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 // with the annotations in keep) and, in workload.RefsAnnotation, the
 // references of its pod template. Objects already transformed, and any other
 // object, pass through unchanged.
-func Workload(keep ...string) toolscache.TransformFunc {
+//
+// The transform never fails: client-go would drop the object and retry it
+// forever. A workload whose pod template cannot be read is kept with no
+// references, logged to log and counted in metrics.Errors (operation
+// "transform").
+func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 	keepRefs := append(slices.Clone(keep), workload.RefsAnnotation)
 	return func(obj any) (any, error) {
 		w, ok := obj.(client.Object)
@@ -63,18 +74,36 @@ func Workload(keep ...string) toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
-		rs, err := workload.Refs(w)
-		if err != nil {
-			return nil, err
-		}
 		out := &metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion, Kind: kind.Name},
-			ObjectMeta: Meta(*w.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta), keepRefs),
+			ObjectMeta: Meta(objectMeta(w), keepRefs),
 		}
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		out.Annotations[workload.RefsAnnotation] = refs.Encode(rs)
+		out.Annotations[workload.RefsAnnotation] = refs.Encode(podRefs(log, kind, w))
 		return out, nil
 	}
+}
+
+// objectMeta returns the parts of w's metadata that Meta may keep.
+func objectMeta(w client.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: w.GetName(), Namespace: w.GetNamespace(), UID: w.GetUID(), ResourceVersion: w.GetResourceVersion(),
+		Generation: w.GetGeneration(), DeletionTimestamp: w.GetDeletionTimestamp(), Annotations: w.GetAnnotations(),
+	}
+}
+
+// podRefs returns the references of the pod template of w, a workload of
+// kind, read from the template itself: an object from the API server cannot
+// carry workload.RefsAnnotation. None if the template cannot be read.
+func podRefs(log logr.Logger, kind workload.Kind, w client.Object) []refs.Ref {
+	tmpl, err := workload.PodTemplate(w)
+	if err != nil {
+		key := workload.Key{Kind: kind.Name, Namespace: w.GetNamespace(), Name: w.GetName()}
+		log.Error(err, "Cannot read pod template; keeping the workload without references", "workload", key.String())
+		metrics.Errors.WithLabelValues(ErrorOperation).Inc()
+		return nil
+	}
+	return refs.FromPodSpec(&tmpl.Spec)
 }

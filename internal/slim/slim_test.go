@@ -2,15 +2,21 @@ package slim_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -70,7 +76,7 @@ func fullMeta() metav1.ObjectMeta {
 }
 
 func TestWorkloadKeepsReferencesOnly(t *testing.T) {
-	transform := slim.Workload("keep", "absent")
+	transform := slim.Workload(logr.Discard(), "keep", "absent")
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "b"}}, Spec: fullSpec()}
 	for _, obj := range []client.Object{
 		&appsv1.Deployment{ObjectMeta: fullMeta(), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: tmpl}, Status: appsv1.DeploymentStatus{Replicas: 3}},
@@ -122,5 +128,69 @@ func TestMeta(t *testing.T) {
 	}
 	if got := slim.Meta(fullMeta(), nil); got.Annotations != nil {
 		t.Errorf("annotations kept: %v", got.Annotations)
+	}
+}
+
+// TestWorkloadOddReferences: names and keys the API server accepts but that
+// mean something in the encoded references are kept exactly.
+func TestWorkloadOddReferences(t *testing.T) {
+	odd := []string{"x;y", "a:b", "a,b", "*", "%", "a/b", "!", "ünï"}
+	var vols []corev1.Volume
+	var items []corev1.KeyToPath
+	for _, n := range odd {
+		vols = append(vols, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: n}}})
+		items = append(items, corev1.KeyToPath{Key: n, Path: "p"})
+	}
+	vols = append(vols, corev1.Volume{Name: "items", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: items,
+	}}})
+	dep := &appsv1.Deployment{ObjectMeta: fullMeta(), Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: vols}}}}
+
+	out, err := slim.Workload(logr.Discard())(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := workload.Refs(out.(client.Object))
+	if err != nil {
+		t.Fatalf("references of the stored workload: %v", err)
+	}
+	if diff := cmp.Diff(refs.FromPodSpec(&dep.Spec.Template.Spec), got); diff != "" {
+		t.Errorf("references changed on the way into the store (-want +got):\n%s", diff)
+	}
+	if len(got) != len(odd)+1 {
+		t.Errorf("got %d references, want %d", len(got), len(odd)+1)
+	}
+}
+
+// TestWorkloadUnreadableTemplate: a workload whose pod template cannot be
+// read (here a kind added to workload.Kinds without its case in
+// workload.PodTemplate) is kept with no references, logged and counted,
+// never an error: client-go would drop it and retry forever.
+func TestWorkloadUnreadableTemplate(t *testing.T) {
+	saved := workload.Kinds
+	workload.Kinds = append(slices.Clone(saved), workload.Kind{Name: "ReplicaSet", APIVersion: "apps/v1", New: func() client.Object { return &appsv1.ReplicaSet{} }})
+	t.Cleanup(func() { workload.Kinds = saved })
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	errors := metrics.Errors.WithLabelValues(slim.ErrorOperation)
+	before := testutil.ToFloat64(errors)
+
+	out, err := slim.Workload(log, "keep")(&appsv1.ReplicaSet{ObjectMeta: fullMeta()})
+	if err != nil {
+		t.Fatalf("the transform returned an error: %v", err)
+	}
+	want := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
+			Annotations: map[string]string{"keep": "1", workload.RefsAnnotation: ""}},
+	}
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(errors) - before; got != 1 {
+		t.Errorf("errors counted: %v, want 1", got)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], `"workload"="ReplicaSet ns/web"`) {
+		t.Errorf("logged %q, want one line naming the workload", logged)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -36,6 +38,10 @@ const (
 	IndexConfigMaps = "configMaps"
 	IndexSecrets    = "secrets"
 )
+
+// ErrorOperation is the operation label of metrics.Errors for workloads
+// that cannot be indexed.
+const ErrorOperation = "index"
 
 // Options says what to watch.
 type Options struct {
@@ -52,6 +58,9 @@ type Options struct {
 	// WorkloadAnnotations and ConfigAnnotations are the annotations kept.
 	WorkloadAnnotations []string
 	ConfigAnnotations   []string
+	// Log receives the workloads that cannot be indexed or trimmed; the
+	// zero Logger discards them.
+	Log logr.Logger
 }
 
 // Store is the set of informers.
@@ -68,12 +77,12 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	workloads := slim.Workload(o.WorkloadAnnotations...)
+	workloads := slim.Workload(o.Log, o.WorkloadAnnotations...)
 	configs := o.Hasher.Transform(o.ConfigAnnotations...)
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
-				Indexers:         toolscache.Indexers{IndexConfigMaps: indexer(refs.ConfigMap), IndexSecrets: indexer(refs.Secret)},
+				Indexers:         indexers(o.Log),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
 			})
 			if err := s.add(k.Name, ns, inf, workloads); err != nil {
@@ -120,8 +129,19 @@ func selectors(labels string, ignore []string) internalinterfaces.TweakListOptio
 	}
 }
 
-// indexer indexes a workload by the objects of kind it uses.
-func indexer(kind refs.Kind) toolscache.IndexFunc {
+// indexers returns the indexes of the workload informers.
+func indexers(log logr.Logger) toolscache.Indexers {
+	return toolscache.Indexers{IndexConfigMaps: indexer(log, refs.ConfigMap), IndexSecrets: indexer(log, refs.Secret)}
+}
+
+// indexer indexes a workload by the "namespace/name" of the objects of kind
+// it uses.
+//
+// It never returns an error: client-go panics on one, and a single odd
+// workload would then crash watcher over and over. A workload whose
+// references cannot be read is logged, counted in metrics.Errors (operation
+// ErrorOperation) and indexed under nothing.
+func indexer(log logr.Logger, kind refs.Kind) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		w, ok := obj.(client.Object)
 		if !ok {
@@ -129,7 +149,10 @@ func indexer(kind refs.Kind) toolscache.IndexFunc {
 		}
 		uses, err := workload.Refs(w)
 		if err != nil {
-			return nil, err
+			log.Error(err, "Cannot index workload; its references are unreadable",
+				"workload", w.GetObjectKind().GroupVersionKind().Kind+" "+w.GetNamespace()+"/"+w.GetName(), "kind", kind)
+			metrics.Errors.WithLabelValues(ErrorOperation).Inc()
+			return nil, nil
 		}
 		var names []string
 		for _, r := range uses {

@@ -27,6 +27,14 @@ func TestStore(t *testing.T) {
 		fixture.Deployment("b", "web", fixture.EnvFrom("cfg", "")),
 		fixture.ConfigMap("c", "cfg", nil),
 		fixture.Deployment("c", "web", fixture.EnvFrom("cfg", "")),
+		// Names and keys the API server accepts, however odd: once, one such
+		// workload made the index function fail and client-go panic.
+		fixture.Deployment("a", "odd", fixture.PodSpec(corev1.Container{},
+			corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x;y"}}},
+			corev1.Volume{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "*", Path: "1"}, {Key: "a,b", Path: "2"}},
+			}}},
+		)),
 	}
 	hasher := hash.NewHasher([]byte("0123456789abcdef"))
 	st, err := store.New(kubefake.NewClientset(objs...), store.Options{Namespaces: []string{"a", "b"}, Hasher: hasher})
@@ -40,7 +48,7 @@ func TestStore(t *testing.T) {
 		t.Fatal("store did not sync")
 	}
 
-	for kind, want := range map[string]int{"ConfigMap": 1, "Secret": 1, "Deployment": 2, "StatefulSet": 1, "DaemonSet": 1} {
+	for kind, want := range map[string]int{"ConfigMap": 1, "Secret": 1, "Deployment": 3, "StatefulSet": 1, "DaemonSet": 1} {
 		if got := st.Count(kind); got != want {
 			t.Errorf("Count(%s) = %d, want %d", kind, got, want)
 		}
@@ -75,7 +83,9 @@ func TestStore(t *testing.T) {
 		want     []string
 	}{
 		{refs.Secret, "a", "sec", []string{"Deployment a/web", "StatefulSet a/db"}},
-		{refs.ConfigMap, "a", "cfg", []string{"Deployment a/web"}},
+		{refs.ConfigMap, "a", "cfg", []string{"Deployment a/web", "Deployment a/odd"}},
+		{refs.Secret, "a", "x;y", []string{"Deployment a/odd"}},
+		{refs.Secret, "a", "x", nil},
 		{refs.ConfigMap, "b", "cfg", []string{"Deployment b/web"}},
 		{refs.ConfigMap, "a", "other", []string{"DaemonSet a/agent"}},
 		{refs.Secret, "a", "cfg", nil},
