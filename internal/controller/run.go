@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	st, err := newStore(cfg, o, hasher)
+	st, err := newStore(cfg, o, hasher, log.WithName("store"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 
 // newStore creates the informers of ConfigMaps, Secrets and workloads. They
 // read with protobuf, which decodes faster and with less garbage than JSON.
-func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher) (*store.Store, error) {
+func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, log logr.Logger) (*store.Store, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -130,6 +130,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher) (*store.Stor
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 		Hasher:                    h,
+		Log:                       log,
 		WorkloadAnnotations:       []string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation},
 		ConfigAnnotations:         []string{o.Annotation},
 	})

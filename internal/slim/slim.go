@@ -9,7 +9,8 @@
 //	                    deletionTimestamp, and the annotations asked for
 //	workload (Workload) the above, and in place of its spec the ConfigMaps
 //	                    and Secrets its pod template uses, as
-//	                    workload.RefsAnnotation
+//	                    workload.RefsAnnotation, and whether its pods roll
+//	                    only when deleted, as workload.OnDeleteAnnotation
 //
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
@@ -82,6 +83,9 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[workload.RefsAnnotation] = refs.Encode(podRefs(log, kind, w))
+		if why := workload.OnDelete(w); why != "" {
+			out.Annotations[workload.OnDeleteAnnotation] = why
+		}
 		return out, nil
 	}
 }

@@ -264,3 +264,23 @@ func TestHashKeyRotation(t *testing.T) {
 	settled(t, dep)
 	NewWithT(t).Expect(strings.Count(c.logs.String(), "Hash key changed")).To(Equal(0))
 }
+
+// TestOnDeleteIsHonest: a StatefulSet with updateStrategy OnDelete gets its
+// template updated and its record written, but watcher does not claim a
+// restart: it says that the pods pick up the change only when deleted.
+func TestOnDeleteIsHonest(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	sts := statefulSet(ns, "db", envFrom("cfg", ""))
+	sts.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+	tr := track(t, sts)
+	startWatcher(t, ns)
+	waitAdopted(t, statefulSet(ns, "db", corev1.PodSpec{}))
+	setConfigMap(t, cm, "a", "2")
+	waitRollouts(t, tr, 1) // the template changed
+	NewWithT(t).Eventually(func() []string { return events(t, ns, "db", "UpdatedOnDelete") }, wait).
+		Should(ContainElement(ContainSubstring("pods pick up the change only when deleted (OnDelete)")))
+	NewWithT(t).Expect(events(t, ns, "db", "Restarted")).To(BeEmpty())
+}

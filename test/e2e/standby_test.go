@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/watcher-dev/watcher/test/fixture"
+)
+
+// TestStandbyStaysFlat: 10,000 changes of 10 ConfigMaps while a standby
+// watches. The standby's work queue holds at most one item per object
+// (before, one per change: 10,000) and its memory does not grow with the
+// changes; the leader, debouncing (--coalesce=1s), rolls the workload of
+// the burst once or twice (--coalesce-max=30s bounds a burst that lasts
+// longer), not once per change, and settles.
+func TestStandbyStaysFlat(t *testing.T) {
+	ns := namespace(t)
+	const configs, perConfig = 10, 1000
+	var cms []*corev1.ConfigMap
+	for i := range configs {
+		cm := fixture.ConfigMap(ns, name("cfg", i), map[string]string{"v": "0"})
+		create(t, cm)
+		cms = append(cms, cm)
+	}
+	dep := fixture.Deployment(ns, "web", fixture.EnvFrom(cms[0].Name, ""))
+	tr := track(t, dep)
+	args := []string{"--lock=lease", "--lease-duration=4s", "--lease-renew-deadline=3s", "--lease-retry-period=1s", "--coalesce=1s", "--coalesce-max=30s"}
+	replicas := []*proc{startWatcher(t, "watcher-0", ns, args...), startWatcher(t, "watcher-1", ns, args...)}
+	for _, p := range replicas {
+		p.WaitReady(t)
+	}
+	leader := waitLeader(t, replicas)
+	standby := replicas[0]
+	if standby == leader {
+		standby = replicas[1]
+	}
+	waitAdopted(t, dep)
+	const depth = `workqueue_depth{controller="watcher",name="watcher"}`
+	heapBefore := metricValue(t, standby, "go_memstats_heap_inuse_bytes")
+
+	// Each writer owns one ConfigMap: no write conflicts, 1,000 writes each.
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, configs)
+	for _, cm := range cms {
+		wg.Add(1)
+		go func(cm *corev1.ConfigMap) {
+			defer wg.Done()
+			for j := 1; j <= perConfig; j++ {
+				cm.Data["v"] = fmt.Sprint(j)
+				if err := k8s.Update(ctx, cm); err != nil {
+					errs <- fmt.Errorf("update %s: %w", cm.Name, err)
+					return
+				}
+			}
+		}(cm)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d changes in %s", configs*perConfig, time.Since(start).Round(time.Millisecond))
+
+	// Let the standby's informers deliver every event and the debounce fire.
+	time.Sleep(3 * time.Second)
+	d := metricValue(t, standby, depth)
+	heapAfter := metricValue(t, standby, "go_memstats_heap_inuse_bytes")
+	t.Logf("standby %s: queue depth %.0f, heap in use %.1f MiB before, %.1f MiB after", standby.Name, d,
+		heapBefore/(1<<20), heapAfter/(1<<20))
+	NewWithT(t).Expect(d).To(BeNumerically("<=", configs+1), "one queue item per object at most")
+	NewWithT(t).Expect(heapAfter-heapBefore).To(BeNumerically("<", 16<<20), "the standby's heap grew with the changes")
+
+	NewWithT(t).Eventually(tr.Count, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 1))
+	time.Sleep(3 * time.Second)
+	n := tr.Count()
+	NewWithT(t).Expect(n).To(BeNumerically("<=", 2), "1,000 changes of one ConfigMap rolled its user %d times", n)
+	stayRollouts(t, tr, n, 3*time.Second)
+}
