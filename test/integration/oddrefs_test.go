@@ -13,6 +13,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/store"
 )
@@ -54,7 +55,10 @@ func oddKeysSpec(cm, key string) corev1.PodSpec {
 			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Items: items, Optional: ptr.To(optional),
 		}}}
 	}
-	return podSpec(corev1.Container{}, volume("required", false), volume("optional", true))
+	// Optional: a non-optional volume whose items name keys the ConfigMap
+	// lacks could start no pod, and watcher holds its restarts (see
+	// TestMissingRequiredKeyHoldsRestart).
+	return podSpec(corev1.Container{}, volume("optional", true), volume("optional-too", true))
 }
 
 // TestOddReferences runs watcher next to workloads whose references have
@@ -79,8 +83,14 @@ func TestOddReferences(t *testing.T) {
 	// One more arrives through the watch rather than the initial list.
 	oddLater := deployment(ns, "odd-later", oddNamesSpec())
 	create(t, oddLater)
-	for _, d := range []string{"web", "odd-keys", "odd-names", "odd-later"} {
+	for _, d := range []string{"web", "odd-keys"} {
 		waitAdopted(t, deployment(ns, d, corev1.PodSpec{}))
+	}
+	// The odd names can belong to no ConfigMap or Secret: such a workload
+	// can never be restarted, so nothing is written to it.
+	for _, d := range []string{"odd-names", "odd-later"} {
+		NewWithT(t).Consistently(func() map[string]string { return fetch(t, deployment(ns, d, corev1.PodSpec{})).Annotations }, quiet).
+			ShouldNot(HaveKey(plan.RecordAnnotation), "%s written", d)
 	}
 
 	// A key odd-keys does not read restarts only web.
