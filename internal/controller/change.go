@@ -63,9 +63,11 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 	return reconcile.Result{}, err
 }
 
-// changeUsers reconciles every workload that uses the object of req, and
-// reports, from the plans made for them, what changed and why the change
-// restarted nothing where it did not.
+// changeUsers decides, from the store, for every workload that uses the
+// object of req; says what changed and why the change restarts nothing where
+// it does not; then reconciles the workloads that have something to do
+// (each decided again, and verified against the API server before a
+// restart).
 func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	log := ctrl.LoggerFrom(ctx)
 	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
@@ -74,41 +76,50 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		return err
 	}
 	metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
-	ref := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}
+	id := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}.ID()
 	var errs []error
 	var keys []string
+	var act []workload.Key
 	ignored := false
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
-		out, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
+		if err := r.Config.Key.Current(); err != nil {
+			return err
+		}
+		in, err := r.gather(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), u.Obj)
 		if err != nil {
-			// A workload that can never be written was reported; it must
-			// not stop the change from being retried for the others.
-			if !errors.Is(err, reconcile.TerminalError(nil)) {
-				errs = append(errs, err)
-			}
+			errs = append(errs, err)
 			continue
 		}
-		if !out.decided {
-			continue
-		}
-		keys = append(keys, changedKeys(out.plan, ref.ID())...)
-		ignored = ignored || slices.ContainsFunc(out.plan.Ignored, func(c plan.Change) bool { return c.Ref.ID() == ref.ID() })
-		if reason := out.plan.SkipReason(out.input); reason != "" && reason != plan.SkipConfigOptedOut {
+		p := plan.Decide(in)
+		keys = append(keys, changedKeys(p, id)...)
+		ignored = ignored || slices.ContainsFunc(p.Ignored, func(c plan.Change) bool { return c.Ref.ID() == id })
+		if reason := p.SkipReason(in); reason != "" && reason != plan.SkipConfigOptedOut {
 			metrics.Skipped.WithLabelValues(reason).Inc()
 			log.V(1).Info("Change restarts nothing for this workload", "object", req.String(), "workload", key.String(), "reason", reason)
+		}
+		if p.Action != plan.None || len(p.Missing) > 0 {
+			act = append(act, key)
 		}
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	if ignored {
-		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
-		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", plan.SkipConfigOptedOut)
-	}
 	if len(keys) > 0 {
 		log.Info(req.String()+" changed, keys: "+strings.Join(keys, ","), "object", req.String(), "keys", keys)
 	} else {
 		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users))
+	}
+	if ignored {
+		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
+		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", plan.SkipConfigOptedOut)
+	}
+	for _, key := range act {
+		_, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
+		// A workload that can never be written was reported; it must not
+		// stop the change from being retried for the others.
+		if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

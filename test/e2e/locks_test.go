@@ -89,7 +89,7 @@ func (f *fleet) change(t *testing.T, c int, value string) change {
 		t.Fatalf("update %s: %v", cm.Name, err)
 	}
 	f.last[c] = time.Now()
-	return change{id: "ConfigMap " + f.ns + "/" + cm.Name + "@" + cm.ResourceVersion}
+	return change{id: "ConfigMap/" + f.ns + "/" + cm.Name + "/" + string(cm.UID) + "@" + cm.ResourceVersion}
 }
 
 // trackers returns every tracker.

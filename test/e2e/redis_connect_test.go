@@ -71,7 +71,7 @@ func TestRedisSentinel(t *testing.T) {
 	// The processed change is marked done on the master.
 	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(master.Port), "--scan", "--pattern", "watcher:done:*").Output()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	lockID := "ConfigMap/" + strings.TrimPrefix(c.id, "ConfigMap ") // "ConfigMap/ns/name@version"
+	lockID := c.id // "ConfigMap/ns/name/uid@version"
 	NewWithT(t).Expect(strings.Fields(string(out))).To(ContainElement("watcher:done:" + lockID))
 }
 
