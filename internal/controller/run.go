@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	locker, err := newLocker(ctx, o, log)
+	locker, err := newLocker(ctx, o, hasher.ID(), log)
 	if err != nil {
 		return err
 	}
