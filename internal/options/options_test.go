@@ -220,6 +220,9 @@ func TestParseValidAddresses(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	// Redis settings are checked in the redis mode only: these rows run in
+	// it (see TestRedisSettingsOnlyInRedisMode for the other modes).
+	redis := map[string]bool{"LOCK_EXPIRATION_TIME": true, "REDIS_SOCKET_TIMEOUT": true, "DB": true, "REDIS_PORT": true, "REDIS_HOST": true}
 	tests := []struct {
 		name, env, value string
 		want             []string // substrings of the error: the name, the expected form
@@ -232,6 +235,7 @@ func TestParseErrors(t *testing.T) {
 		{"REDIS_PORT too large", "REDIS_PORT", "70000", []string{"REDIS_PORT", "TCP port", "1 to 65535"}},
 		{"REDIS_PORT zero", "REDIS_PORT", "0", []string{"REDIS_PORT", "TCP port"}},
 		{"REDIS_PORT not a number", "REDIS_PORT", "x", []string{"REDIS_PORT", `"x"`, "TCP port"}},
+		{"REDIS_PORT link without port", "REDIS_PORT", "tcp://10.0.0.1", []string{"REDIS_PORT", "TCP port", "tcp://host:port"}},
 		{"PRINT_TIME negative", "PRINT_TIME", "-1", []string{"PRINT_TIME", "seconds from 0 to"}},
 		{"LOG_FORMAT", "LOG_FORMAT", "xml", []string{"LOG_FORMAT", "text, json"}},
 		{"LOG_LEVEL", "LOG_LEVEL", "warn", []string{"LOG_LEVEL", "debug, info, error"}},
@@ -256,7 +260,11 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := options.Parse(nil, env(map[string]string{tt.env: tt.value, "PASSWORD": password}), io.Discard)
+			e := map[string]string{tt.env: tt.value, "PASSWORD": password}
+			if redis[tt.env] {
+				e["LOCK_BACKEND"] = "redis"
+			}
+			got, err := options.Parse(nil, env(e), io.Discard)
 			if err == nil {
 				t.Fatalf("%s=%q: Parse() = %+v, want an error", tt.env, tt.value, got)
 			}
@@ -277,7 +285,7 @@ func TestParseReportsEveryError(t *testing.T) {
 		name string
 		env  map[string]string
 	}{
-		{"values", map[string]string{"DB": "-1", "REDIS_PORT": "x", "LOG_FORMAT": "xml", "LOCK_EXPIRATION_TIME": "abc"}},
+		{"values", map[string]string{"DB": "-1", "REDIS_PORT": "x", "LOG_FORMAT": "xml", "LOCK_EXPIRATION_TIME": "abc", "LOCK_BACKEND": "redis"}},
 		{"validation", map[string]string{"WORKLOAD_SELECTOR": "app in (", "ANNOTATION": "a b", "NAMESPACES": "A", "METRICS_ADDR": "nonsense", "HEALTH_ADDR": "x"}},
 	}
 	for _, tt := range tests {
@@ -288,7 +296,7 @@ func TestParseReportsEveryError(t *testing.T) {
 				t.Fatal("Parse() succeeded, want an error")
 			}
 			for name := range tt.env {
-				if name != "PASSWORD" && !strings.Contains(err.Error(), name) {
+				if name != "PASSWORD" && name != "LOCK_BACKEND" && !strings.Contains(err.Error(), name) {
 					t.Errorf("error does not report %s: %q", name, err)
 				}
 			}
@@ -307,7 +315,8 @@ func TestParseArguments(t *testing.T) {
 	}{
 		{"positional argument", []string{"extra"}, []string{`unexpected argument "extra"`}},
 		{"unknown flag", []string{"--nope"}, []string{"nope"}},
-		{"invalid flag value", []string{"--redis-port", "70000"}, []string{"redis-port", "TCP port"}},
+		{"invalid flag value", []string{"--kube-api-burst", "0"}, []string{"kube-api-burst", "burst size"}},
+		{"invalid Redis flag value", []string{"--lock=redis", "--redis-port", "70000"}, []string{"--redis-port", `"70000"`, "TCP port"}},
 		{"password flag without value", []string{"--redis-password"}, []string{"redis-password"}},
 	}
 	for _, tt := range tests {
@@ -395,12 +404,12 @@ func TestLockModeDefault(t *testing.T) {
 
 func TestSentinelAndLeaseValidation(t *testing.T) {
 	for name, e := range map[string]map[string]string{
-		"master without addresses":  {"REDIS_SENTINEL_MASTER": "mymaster"},
-		"addresses without master":  {"REDIS_SENTINEL_ADDRS": "s1:26379"},
-		"address without port":      {"REDIS_SENTINEL_MASTER": "m", "REDIS_SENTINEL_ADDRS": "s1"},
+		"master without addresses":  {"REDIS_SENTINEL_MASTER": "mymaster", "LOCK_BACKEND": "redis"},
+		"addresses without master":  {"REDIS_SENTINEL_ADDRS": "s1:26379", "LOCK_BACKEND": "redis"},
+		"address without port":      {"REDIS_SENTINEL_MASTER": "m", "REDIS_SENTINEL_ADDRS": "s1", "LOCK_BACKEND": "redis"},
 		"renew deadline > duration": {"LEASE_RENEW_DEADLINE": "20s"},
 		"retry period > renew":      {"LEASE_RETRY_PERIOD": "11s"},
-		"missing CA file":           {"REDIS_TLS_CA_FILE": "/nonexistent/ca.pem"},
+		"missing CA file":           {"REDIS_TLS_CA_FILE": "/nonexistent/ca.pem", "REDIS_HOST": "redis"},
 		"invalid lease name":        {"LEASE_NAME": "Not_A_Name"},
 		"invalid lock":              {"LOCK_BACKEND": "zookeeper"},
 	} {
