@@ -84,6 +84,10 @@ type Options struct {
 	// LockExpiration is the longest a Redis lock lives.
 	LockExpiration time.Duration
 
+	// CacheSyncTimeout is the longest watcher waits for its informer caches
+	// to fill at start-up; large clusters need more than small ones.
+	CacheSyncTimeout time.Duration
+
 	// Notes are remarks on the settings, for the log: a value read in an
 	// unusual form, settings ignored because the lock mode does not use
 	// them. They never hold a password.
@@ -146,10 +150,11 @@ func Defaults() *Options {
 			Port:          6379,
 			SocketTimeout: 5 * time.Second,
 		},
-		LockExpiration: 300 * time.Second,
-		HashKeySecret:  "watcher-hash-key",
-		Lock:           LockLease,
-		Lease:          Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LockExpiration:   300 * time.Second,
+		CacheSyncTimeout: 10 * time.Minute,
+		HashKeySecret:    "watcher-hash-key",
+		Lock:             LockLease,
+		Lease:            Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
@@ -195,6 +200,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
 	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")
 	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
+	bind(duration{&o.CacheSyncTimeout}, "cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "longest wait for the caches to fill at start-up, such as 10m; large clusters need more")
 
 	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: the pod's namespace in a cluster, else default")
 	bind((*stringValue)(&o.HashKeySecret), "hash-key-secret", "HASH_KEY_SECRET", "Secret (in watcher's namespace) holding the key of the recorded hashes; created if missing")

@@ -49,10 +49,11 @@ func defaults() *options.Options {
 			DB:            0,
 			SocketTimeout: 5 * time.Second,
 		},
-		LockExpiration: 300 * time.Second,
-		HashKeySecret:  "watcher-hash-key",
-		Lock:           "lease",
-		Lease:          options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LockExpiration:   300 * time.Second,
+		CacheSyncTimeout: 10 * time.Minute,
+		HashKeySecret:    "watcher-hash-key",
+		Lock:             "lease",
+		Lease:            options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
@@ -111,6 +112,7 @@ var settings = []struct {
 	{"LOG_LEVEL", "log-level", "debug", func(o *options.Options) { o.LogLevel = "debug" }},
 	{"KUBE_API_QPS", "kube-api-qps", "12.5", func(o *options.Options) { o.QPS = 12.5 }},
 	{"KUBE_API_BURST", "kube-api-burst", "7", func(o *options.Options) { o.Burst = 7 }},
+	{"CACHE_SYNC_TIMEOUT", "cache-sync-timeout", "30m", func(o *options.Options) { o.CacheSyncTimeout = 30 * time.Minute }},
 	{"POD_NAMESPACE", "lease-namespace", "watcher", func(o *options.Options) { o.Namespace = "watcher" }},
 	{"HASH_KEY_SECRET", "hash-key-secret", "my-key", func(o *options.Options) { o.HashKeySecret = "my-key" }},
 	{"LOCK_BACKEND", "lock", "none", func(o *options.Options) { o.Lock = "none" }},
@@ -236,6 +238,8 @@ func TestParseErrors(t *testing.T) {
 		{"REDIS_PORT zero", "REDIS_PORT", "0", []string{"REDIS_PORT", "TCP port"}},
 		{"REDIS_PORT not a number", "REDIS_PORT", "x", []string{"REDIS_PORT", `"x"`, "TCP port"}},
 		{"REDIS_PORT link without port", "REDIS_PORT", "tcp://10.0.0.1", []string{"REDIS_PORT", "TCP port", "tcp://host:port"}},
+		{"CACHE_SYNC_TIMEOUT zero", "CACHE_SYNC_TIMEOUT", "0", []string{"CACHE_SYNC_TIMEOUT", "--cache-sync-timeout", "greater than 0"}},
+		{"CACHE_SYNC_TIMEOUT seconds", "CACHE_SYNC_TIMEOUT", "600", []string{"CACHE_SYNC_TIMEOUT", "duration"}},
 		{"PRINT_TIME negative", "PRINT_TIME", "-1", []string{"PRINT_TIME", "seconds from 0 to"}},
 		{"LOG_FORMAT", "LOG_FORMAT", "xml", []string{"LOG_FORMAT", "text, json"}},
 		{"LOG_LEVEL", "LOG_LEVEL", "warn", []string{"LOG_LEVEL", "debug, info, error"}},

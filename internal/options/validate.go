@@ -11,7 +11,7 @@ import (
 )
 
 // Validate checks what the flag types alone cannot: selectors, annotation
-// key, namespace names, listen addresses, lease timings and, in the redis lock
+// key, namespace names, listen addresses, timings and, in the redis lock
 // mode, the Redis settings.
 func (o *Options) Validate() error {
 	errs := o.validate()
@@ -78,6 +78,9 @@ func (o *Options) validate() []error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.Lease.Name); len(msgs) > 0 {
 		p.add("lease-name", "LEASE_NAME", "%q is not a Lease name: %s", o.Lease.Name, msgs[0])
+	}
+	if o.CacheSyncTimeout <= 0 {
+		p.add("cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "want a duration greater than 0, such as 10m")
 	}
 	return p
 }
