@@ -3,8 +3,13 @@ SHELL := bash
 GO ?= go
 # The control-plane binaries, built once per version into a cache folder.
 CONTROLPLANE = $(shell hack/controlplane-bins.sh)
+# staticcheck, run by `go run` at this version (built once into Go's cache):
+# nothing to install. Its version must support the Go of go.mod.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# How long `make fuzz` runs each fuzz test.
+FUZZTIME ?= 10s
 
-.PHONY: help build test unit lint demo run bench controlplane deps clean
+.PHONY: help build test unit lint fuzz demo run bench controlplane deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -13,15 +18,28 @@ build: ## build bin/watcher
 	@echo "build: bin/watcher (the first build downloads Go modules)"
 	@$(GO) build -o bin/watcher ./cmd/watcher
 
-test: build deps ## run every test: unit, integration and end-to-end (installs what they need first)
+test: build deps ## run every test: unit, integration, end-to-end and fuzz (installs what they need first)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
+	@$(MAKE) --no-print-directory fuzz
 
 unit: ## run the unit tests only (no control plane)
 	$(GO) test -race -count=1 ./internal/...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+# Go fuzzes one target per `go test` call: every `func FuzzX` of a _test.go
+# file is found and run in turn. A failing input is saved under the
+# package's testdata/fuzz/FuzzX, where `go test` replays it from then on.
+fuzz: ## run every fuzz test (func FuzzX) for FUZZTIME each, default 10s
+	@grep -rEo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]+' . | sort | \
+	while IFS=: read -r file fn; do \
+		fn=$${fn#func }; pkg=./$$(dirname "$${file#./}"); \
+		echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) "$$pkg" || exit 1; \
+	done
 
 deps: ## install what the tests need and a fresh machine lacks: redis-server (Debian), the control plane
 	@hack/install-deps.sh

@@ -45,6 +45,9 @@ func main() {
 	}))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	for _, note := range o.Notes {
+		log.Info("Setting read with a remark", "note", note)
+	}
 
 	cfg, err := o.RESTConfig()
 	if err != nil {

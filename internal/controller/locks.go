@@ -23,15 +23,18 @@ import (
 // newLocker returns the Locker of the lock mode. In the redis mode it checks
 // Redis once: wrong credentials stop watcher (retrying cannot cure them); an
 // unreachable Redis does not (watcher starts not ready, and changes wait).
-func newLocker(ctx context.Context, o *options.Options, log logr.Logger) (lock.Locker, error) {
+// hashKeyID (hash.Hasher.ID) names the hash key in the keys of the Redis
+// locks, next to the Lease namespace and name: see lock.Prefix.
+func newLocker(ctx context.Context, o *options.Options, hashKeyID string, log logr.Logger) (lock.Locker, error) {
 	if o.Lock != options.LockRedis {
 		return lock.Local{}, nil
 	}
-	cfg, err := redisConfig(o)
+	cfg, err := redisConfig(o, hashKeyID)
 	if err != nil {
 		return nil, err
 	}
 	lock.SetLogger(log.WithName("redis"))
+	log.Info("Using Redis locks", "redis", cfg.Addr, "keyPrefix", cfg.Prefix, "lockTTL", cfg.TTL)
 	l := lock.NewRedis(cfg)
 	cctx, cancel := context.WithTimeout(ctx, o.Redis.SocketTimeout)
 	defer cancel()
@@ -45,13 +48,18 @@ func newLocker(ctx context.Context, o *options.Options, log logr.Logger) (lock.L
 	return l, nil
 }
 
-func redisConfig(o *options.Options) (lock.RedisConfig, error) {
+// redisConfig turns the options into the configuration of the Redis
+// locker. Its keys are prefixed by the installation (Lease namespace and
+// name, hash key ID), so that two installations sharing a Redis never take
+// each other's changes for their own.
+func redisConfig(o *options.Options, hashKeyID string) (lock.RedisConfig, error) {
 	r := o.Redis
 	host, _ := os.Hostname()
 	cfg := lock.RedisConfig{
 		Addr: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), DB: r.DB, Username: r.Username, Password: r.Password,
 		Timeout: r.SocketTimeout, SentinelMaster: r.SentinelMaster, SentinelAddrs: r.SentinelAddrs, SentinelPassword: r.SentinelPassword,
 		TTL: o.LockExpiration, DoneTTL: max(time.Hour, 2*o.LockExpiration), Replica: host,
+		Prefix: lock.Prefix(o.OwnNamespace(), o.Lease.Name, hashKeyID),
 	}
 	if r.TLS {
 		cfg.TLS = &tls.Config{ServerName: r.TLSServerName, MinVersion: tls.VersionTLS12}

@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -42,7 +40,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	locker, err := newLocker(ctx, o, log)
+	locker, err := newLocker(ctx, o, hasher.ID(), log)
 	if err != nil {
 		return err
 	}
@@ -79,6 +77,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		RestartOnCreate:    o.RestartOnCreate,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
+		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
 		Hasher:             hasher,
 		Key:                guard,
@@ -177,26 +176,4 @@ func newGuard(cfg *rest.Config, o *options.Options, key []byte, log logr.Logger)
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	return hash.NewGuard(cs, c, o.OwnNamespace(), o.HashKeySecret, key, log.WithName("hash-key")), nil
-}
-
-// chain applies transforms in turn.
-func chain(fns ...toolscache.TransformFunc) toolscache.TransformFunc {
-	return func(obj any) (any, error) {
-		for _, fn := range fns {
-			var err error
-			if obj, err = fn(obj); err != nil {
-				return nil, err
-			}
-		}
-		return obj, nil
-	}
-}
-
-// notIn selects objects outside the given namespaces.
-func notIn(namespaces []string) fields.Selector {
-	sel := make([]fields.Selector, 0, len(namespaces))
-	for _, ns := range namespaces {
-		sel = append(sel, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-	}
-	return fields.AndSelectors(sel...)
 }

@@ -5,8 +5,11 @@
 // event. In the redis mode all replicas are active and Redis decides: the
 // first replica to take an event's lock processes it and, when done, marks
 // the event done so that the others drop it; a replica that finds the lock
-// taken looks again later, so an event whose holder died is processed after
-// the lock expires.
+// taken looks again later. The holder refreshes its lock while it works, so
+// that work longer than the lock's TTL is not taken over, and releases it
+// even when its work was cancelled (a replica stopped with SIGTERM), so that
+// another replica takes the event over at once; only an event whose holder
+// died (SIGKILL, a lost node) waits for the lock to expire.
 //
 // A lock is only an optimisation of who works: the writes that restart
 // workloads carry a resourceVersion precondition and are derived from hashes,
@@ -36,11 +39,13 @@ type Locker interface {
 	Check(ctx context.Context) error
 }
 
-// Lock is a held lock.
+// Lock is a held lock. Its holder must call Release exactly once, also when
+// its context was cancelled.
 type Lock interface {
 	// Release gives the lock up. With processed true, the event is marked
 	// done, so other replicas drop it; with false (processing failed), the
-	// next replica to take the lock processes it again.
+	// next replica to take the lock processes it again. Release works even
+	// when ctx is cancelled: it keeps ctx's values, not its cancellation.
 	Release(ctx context.Context, processed bool) error
 }
 

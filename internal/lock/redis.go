@@ -37,10 +37,44 @@ type RedisConfig struct {
 	DoneTTL time.Duration
 	// Replica names this replica in the done markers, for debugging.
 	Replica string
+	// Prefix starts every key of this installation of watcher, so that two
+	// installations sharing a Redis never see each other's locks and done
+	// markers (see Prefix). Empty: DefaultPrefix.
+	Prefix string
 }
 
-// keyPrefix starts every key watcher writes in Redis.
-const keyPrefix = "watcher:"
+// DefaultPrefix starts every key when RedisConfig.Prefix is empty.
+const DefaultPrefix = "watcher:"
+
+// Prefix returns the key prefix of one installation of watcher: the
+// namespace and name of its Lease and the ID of its hash key, as in
+// "watcher:shop/watcher/1a2b3c4d:". Kubernetes names hold no spaces and the
+// key ID is hex, so neither do the keys.
+func Prefix(namespace, name, hashKeyID string) string {
+	return DefaultPrefix + namespace + "/" + name + "/" + hashKeyID + ":"
+}
+
+// LockKey and DoneKey are the Redis keys of the lock and of the done marker
+// of the event named id.
+func (c RedisConfig) LockKey(id string) string { return c.prefix() + "lock:" + id }
+
+// DoneKey: see LockKey.
+func (c RedisConfig) DoneKey(id string) string { return c.prefix() + "done:" + id }
+
+func (c RedisConfig) prefix() string {
+	if c.Prefix == "" {
+		return DefaultPrefix
+	}
+	return c.Prefix
+}
+
+// timeout bounds one call to Redis made apart from the caller's context.
+func (c RedisConfig) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return 5 * time.Second
+	}
+	return c.Timeout
+}
 
 // Redis is the Locker of the redis mode: locks are bsm/redislock locks (SET
 // NX PX with a random token, released only by their holder), and an event is
@@ -73,13 +107,14 @@ func NewRedis(cfg RedisConfig) *Redis {
 
 // Acquire implements Locker. It looks for the done marker before and after
 // taking the lock, so that a replica that takes the lock just released by the
-// replica that processed the event drops it.
+// replica that processed the event drops it. The lock it returns is
+// refreshed every TTL/3 until Release: see redisLock.
 func (r *Redis) Acquire(ctx context.Context, id string) (Lock, Outcome, error) {
-	done := keyPrefix + "done:" + id
+	done := r.cfg.DoneKey(id)
 	if isDone, err := r.isDone(ctx, done); err != nil || isDone {
 		return nil, Done, err
 	}
-	l, err := r.locks.Obtain(ctx, keyPrefix+"lock:"+id, r.cfg.TTL, nil)
+	l, err := r.locks.Obtain(ctx, r.cfg.LockKey(id), r.cfg.TTL, nil)
 	if errors.Is(err, redislock.ErrNotObtained) {
 		return nil, Held, nil
 	}
@@ -87,10 +122,12 @@ func (r *Redis) Acquire(ctx context.Context, id string) (Lock, Outcome, error) {
 		return nil, Held, fmt.Errorf("redis lock %s: %w", id, err)
 	}
 	if isDone, err := r.isDone(ctx, done); err != nil || isDone {
-		_ = l.Release(ctx)
+		rctx, cancel := detached(ctx, r.cfg.timeout())
+		defer cancel()
+		_ = l.Release(rctx)
 		return nil, Done, err
 	}
-	return &redisLock{lock: l, client: r.client, done: done, cfg: r.cfg}, Acquired, nil
+	return hold(ctx, l, r.client, done, r.cfg), Acquired, nil
 }
 
 func (r *Redis) isDone(ctx context.Context, key string) (bool, error) {
@@ -125,30 +162,6 @@ func IsAuthError(err error) bool {
 		}
 	}
 	return false
-}
-
-type redisLock struct {
-	lock   *redislock.Lock
-	client redis.UniversalClient
-	done   string
-	cfg    RedisConfig
-}
-
-// ErrExpired is returned by Release when the lock expired before it: another
-// replica may have processed the same event, which the resourceVersion
-// preconditions make harmless.
-var ErrExpired = errors.New("lock expired while the event was processed")
-
-func (l *redisLock) Release(ctx context.Context, processed bool) error {
-	var errDone error
-	if processed {
-		errDone = l.client.Set(ctx, l.done, l.cfg.Replica, l.cfg.DoneTTL).Err()
-	}
-	err := l.lock.Release(ctx)
-	if errors.Is(err, redislock.ErrLockNotHeld) {
-		err = ErrExpired
-	}
-	return errors.Join(errDone, err)
 }
 
 // SetLogger sends what the Redis client logs (connection and Sentinel

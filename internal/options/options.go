@@ -8,9 +8,7 @@
 package options
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -87,6 +85,15 @@ type Options struct {
 	Redis Redis
 	// LockExpiration is the longest a Redis lock lives.
 	LockExpiration time.Duration
+
+	// CacheSyncTimeout is the longest watcher waits for its informer caches
+	// to fill at start-up; large clusters need more than small ones.
+	CacheSyncTimeout time.Duration
+
+	// Notes are remarks on the settings, for the log: a value read in an
+	// unusual form, settings ignored because the lock mode does not use
+	// them. They never hold a password.
+	Notes []string
 }
 
 // The lock modes.
@@ -146,21 +153,31 @@ func Defaults() *Options {
 			Port:          6379,
 			SocketTimeout: 5 * time.Second,
 		},
-		LockExpiration: 300 * time.Second,
-		HashKeySecret:  "watcher-hash-key",
-		Lock:           LockLease,
-		Lease:          Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LockExpiration:   300 * time.Second,
+		CacheSyncTimeout: 10 * time.Minute,
+		HashKeySecret:    "watcher-hash-key",
+		Lock:             LockLease,
+		Lease:            Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
-// envAnnotation is the pflag annotation holding a flag's environment variable.
-const envAnnotation = "env"
+// envAnnotation is the pflag annotation holding a flag's environment
+// variable; redisAnnotation marks the settings only the redis lock mode uses.
+const (
+	envAnnotation   = "env"
+	redisAnnotation = "redis"
+)
 
 // BindFlags registers every option on fs, each with its environment variable.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind := func(v pflag.Value, name, env, usage string) {
 		fs.Var(v, name, usage)
 		_ = fs.SetAnnotation(name, envAnnotation, []string{env})
+	}
+	// The Redis settings are checked only in the redis lock mode: see Parse.
+	bindRedis := func(v pflag.Value, name, env, usage string) {
+		bind(v, name, env, usage)
+		_ = fs.SetAnnotation(name, redisAnnotation, []string{"true"})
 	}
 	// KUBECONFIG is read by client-go's loading rules (it may be a list),
 	// not copied into the flag.
@@ -187,6 +204,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
 	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")
 	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
+	bind(duration{&o.CacheSyncTimeout}, "cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "longest wait for the caches to fill at start-up, such as 10m; large clusters need more")
 
 	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: the pod's namespace in a cluster, else default")
 	bind((*stringValue)(&o.HashKeySecret), "hash-key-secret", "HASH_KEY_SECRET", "Secret (in watcher's namespace) holding the key of the recorded hashes; created if missing")
@@ -197,20 +215,20 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.Lease.RenewDeadline}, "lease-renew-deadline", "LEASE_RENEW_DEADLINE", "how long the leader keeps trying to renew before it gives up leading")
 	bind(duration{&o.Lease.RetryPeriod}, "lease-retry-period", "LEASE_RETRY_PERIOD", "how often leader-election actions are tried")
 
-	bind((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
-	bind(intRange{&o.Redis.Port, 1, 65535, "a TCP port"}, "redis-port", "REDIS_PORT", "Redis port")
-	bind(intRange{&o.Redis.DB, 0, 1 << 20, "a Redis database number"}, "redis-db", "DB", "Redis database number")
-	bind((*stringValue)(&o.Redis.Username), "redis-username", "USERNAME", "Redis user name")
-	bind(secret{&o.Redis.Password}, "redis-password", "PASSWORD", "Redis password")
-	bind(seconds{&o.Redis.SocketTimeout, 1}, "redis-socket-timeout", "REDIS_SOCKET_TIMEOUT", "Redis read/write timeout in seconds")
-	bind(seconds{&o.LockExpiration, 1}, "lock-expiration-time", "LOCK_EXPIRATION_TIME", "longest a Redis lock lives, in seconds")
-	bind(boolean{&o.Redis.TLS}, "redis-tls", "REDIS_TLS", "connect to Redis over TLS")
+	bindRedis((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
+	bindRedis(&redisPort{port: &o.Redis.Port}, "redis-port", "REDIS_PORT", "Redis port; the tcp://host:port form Kubernetes gives REDIS_PORT for a Service named redis is read as its port")
+	bindRedis(intRange{&o.Redis.DB, 0, 1 << 20, "a Redis database number"}, "redis-db", "DB", "Redis database number")
+	bindRedis((*stringValue)(&o.Redis.Username), "redis-username", "USERNAME", "Redis user name")
+	bindRedis(secret{&o.Redis.Password}, "redis-password", "PASSWORD", "Redis password")
+	bindRedis(seconds{&o.Redis.SocketTimeout, 1}, "redis-socket-timeout", "REDIS_SOCKET_TIMEOUT", "Redis read/write timeout in seconds")
+	bindRedis(seconds{&o.LockExpiration, 1}, "lock-expiration-time", "LOCK_EXPIRATION_TIME", "longest a Redis lock lives, in seconds")
+	bindRedis(boolean{&o.Redis.TLS}, "redis-tls", "REDIS_TLS", "connect to Redis over TLS")
 	fs.Lookup("redis-tls").NoOptDefVal = "true"
-	bind((*stringValue)(&o.Redis.TLSCAFile), "redis-tls-ca-file", "REDIS_TLS_CA_FILE", "PEM file of the CAs that sign Redis's certificate; none: the system's")
-	bind((*stringValue)(&o.Redis.TLSServerName), "redis-tls-server-name", "REDIS_TLS_SERVER_NAME", "name to check in Redis's certificate; none: the host")
-	bind((*stringValue)(&o.Redis.SentinelMaster), "redis-sentinel-master", "REDIS_SENTINEL_MASTER", "Sentinel master name; set to find Redis through Sentinel")
-	bind(list{&o.Redis.SentinelAddrs}, "redis-sentinel-addrs", "REDIS_SENTINEL_ADDRS", "Sentinel host:port list (comma-separated)")
-	bind(secret{&o.Redis.SentinelPassword}, "redis-sentinel-password", "REDIS_SENTINEL_PASSWORD", "Sentinel password")
+	bindRedis((*stringValue)(&o.Redis.TLSCAFile), "redis-tls-ca-file", "REDIS_TLS_CA_FILE", "PEM file of the CAs that sign Redis's certificate; none: the system's")
+	bindRedis((*stringValue)(&o.Redis.TLSServerName), "redis-tls-server-name", "REDIS_TLS_SERVER_NAME", "name to check in Redis's certificate; none: the host")
+	bindRedis((*stringValue)(&o.Redis.SentinelMaster), "redis-sentinel-master", "REDIS_SENTINEL_MASTER", "Sentinel master name; set to find Redis through Sentinel")
+	bindRedis(list{&o.Redis.SentinelAddrs}, "redis-sentinel-addrs", "REDIS_SENTINEL_ADDRS", "Sentinel host:port list (comma-separated)")
+	bindRedis(secret{&o.Redis.SentinelPassword}, "redis-sentinel-password", "REDIS_SENTINEL_PASSWORD", "Sentinel password")
 }
 
 // stringValue is a plain string flag.
@@ -232,75 +250,4 @@ func (d duration) Set(v string) error {
 	}
 	*d.d = x
 	return nil
-}
-
-// ErrHelp is returned by Parse when --help was asked for.
-var ErrHelp = pflag.ErrHelp
-
-// Parse returns the options set by args and, for flags not on the command
-// line, by the environment (getenv, usually os.LookupEnv). Errors name the
-// flag or variable and the expected form; they never echo a password.
-func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (*Options, error) {
-	o := Defaults()
-	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
-	fs.SetOutput(usageOut)
-	fs.Usage = func() { Usage(usageOut, fs) }
-	o.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	var errs []error
-	fs.VisitAll(func(f *pflag.Flag) {
-		env := f.Annotations[envAnnotation]
-		if f.Changed || len(env) == 0 {
-			return
-		}
-		if v, ok := getenv(env[0]); ok {
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("invalid %s%s: %w", env[0], shown(f, v), err))
-			}
-		}
-	})
-	// Existing deployments of this design set only the Redis variables.
-	if _, lockSet := getenv("LOCK_BACKEND"); !lockSet && !fs.Changed("lock") {
-		if _, ok := getenv("REDIS_HOST"); ok || fs.Changed("redis-host") {
-			o.Lock = LockRedis
-		}
-	}
-	if err := errors.Join(append(errs, o.Validate())...); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// shown quotes v for an error message, unless the flag is a secret.
-func shown(f *pflag.Flag, v string) string {
-	if _, ok := f.Value.(secret); ok {
-		return ""
-	}
-	return fmt.Sprintf(" %q", v)
-}
-
-// Usage prints watcher's help: every flag with its environment variable and
-// default.
-func Usage(w io.Writer, fs *pflag.FlagSet) {
-	fmt.Fprint(w, "Usage: watcher [flags]\n\n"+
-		"watcher restarts the Deployments, StatefulSets and DaemonSets that use a\n"+
-		"ConfigMap or Secret when its data changes.\n\n"+
-		"Every flag can also be set through the environment variable shown;\n"+
-		"the command line wins over the environment.\n\nFlags:\n")
-	fs.VisitAll(func(f *pflag.Flag) {
-		env := "KUBECONFIG"
-		if e := f.Annotations[envAnnotation]; len(e) > 0 {
-			env = e[0]
-		}
-		def := f.DefValue
-		if _, ok := f.Value.(secret); ok || def == "" {
-			def = "none"
-		}
-		fmt.Fprintf(w, "  --%s %s\n        env %s, default %s\n        %s\n", f.Name, f.Value.Type(), env, def, f.Usage)
-	})
 }

@@ -34,6 +34,7 @@ func defaults() *options.Options {
 		IgnoreSecretNamespaces:    append([]string(nil), ignored...),
 		Annotation:                "require-restart",
 		Coalesce:                  time.Second,
+		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
 		PrintInterval:             100 * time.Second,
 		MetricsAddr:               ":8080",
@@ -49,10 +50,11 @@ func defaults() *options.Options {
 			DB:            0,
 			SocketTimeout: 5 * time.Second,
 		},
-		LockExpiration: 300 * time.Second,
-		HashKeySecret:  "watcher-hash-key",
-		Lock:           "lease",
-		Lease:          options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LockExpiration:   300 * time.Second,
+		CacheSyncTimeout: 10 * time.Minute,
+		HashKeySecret:    "watcher-hash-key",
+		Lock:             "lease",
+		Lease:            options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
 
@@ -102,6 +104,7 @@ var settings = []struct {
 	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},
 	{"RESTART_ON_CREATE", "restart-on-create", "True", func(o *options.Options) { o.RestartOnCreate = true }},
 	{"COALESCE", "coalesce", "1500ms", func(o *options.Options) { o.Coalesce = 1500 * time.Millisecond }},
+	{"COALESCE_MAX", "coalesce-max", "2m", func(o *options.Options) { o.CoalesceMax = 2 * time.Minute }},
 	{"WORKERS", "workers", "3", func(o *options.Options) { o.Workers = 3 }},
 	{"PRINT_TIME", "print-time", "0", func(o *options.Options) { o.PrintInterval = 0 }},
 	{"METRICS_ADDR", "metrics-addr", "127.0.0.1:0", func(o *options.Options) { o.MetricsAddr = "127.0.0.1:0" }},
@@ -111,6 +114,7 @@ var settings = []struct {
 	{"LOG_LEVEL", "log-level", "debug", func(o *options.Options) { o.LogLevel = "debug" }},
 	{"KUBE_API_QPS", "kube-api-qps", "12.5", func(o *options.Options) { o.QPS = 12.5 }},
 	{"KUBE_API_BURST", "kube-api-burst", "7", func(o *options.Options) { o.Burst = 7 }},
+	{"CACHE_SYNC_TIMEOUT", "cache-sync-timeout", "30m", func(o *options.Options) { o.CacheSyncTimeout = 30 * time.Minute }},
 	{"POD_NAMESPACE", "lease-namespace", "watcher", func(o *options.Options) { o.Namespace = "watcher" }},
 	{"HASH_KEY_SECRET", "hash-key-secret", "my-key", func(o *options.Options) { o.HashKeySecret = "my-key" }},
 	{"LOCK_BACKEND", "lock", "none", func(o *options.Options) { o.Lock = "none" }},
@@ -220,6 +224,9 @@ func TestParseValidAddresses(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	// Redis settings are checked in the redis mode only: these rows run in
+	// it (see TestRedisSettingsOnlyInRedisMode for the other modes).
+	redis := map[string]bool{"LOCK_EXPIRATION_TIME": true, "REDIS_SOCKET_TIMEOUT": true, "DB": true, "REDIS_PORT": true, "REDIS_HOST": true}
 	tests := []struct {
 		name, env, value string
 		want             []string // substrings of the error: the name, the expected form
@@ -232,6 +239,9 @@ func TestParseErrors(t *testing.T) {
 		{"REDIS_PORT too large", "REDIS_PORT", "70000", []string{"REDIS_PORT", "TCP port", "1 to 65535"}},
 		{"REDIS_PORT zero", "REDIS_PORT", "0", []string{"REDIS_PORT", "TCP port"}},
 		{"REDIS_PORT not a number", "REDIS_PORT", "x", []string{"REDIS_PORT", `"x"`, "TCP port"}},
+		{"REDIS_PORT link without port", "REDIS_PORT", "tcp://10.0.0.1", []string{"REDIS_PORT", "TCP port", "tcp://host:port"}},
+		{"CACHE_SYNC_TIMEOUT zero", "CACHE_SYNC_TIMEOUT", "0", []string{"CACHE_SYNC_TIMEOUT", "--cache-sync-timeout", "greater than 0"}},
+		{"CACHE_SYNC_TIMEOUT seconds", "CACHE_SYNC_TIMEOUT", "600", []string{"CACHE_SYNC_TIMEOUT", "duration"}},
 		{"PRINT_TIME negative", "PRINT_TIME", "-1", []string{"PRINT_TIME", "seconds from 0 to"}},
 		{"LOG_FORMAT", "LOG_FORMAT", "xml", []string{"LOG_FORMAT", "text, json"}},
 		{"LOG_LEVEL", "LOG_LEVEL", "warn", []string{"LOG_LEVEL", "debug, info, error"}},
@@ -256,7 +266,11 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := options.Parse(nil, env(map[string]string{tt.env: tt.value, "PASSWORD": password}), io.Discard)
+			e := map[string]string{tt.env: tt.value, "PASSWORD": password}
+			if redis[tt.env] {
+				e["LOCK_BACKEND"] = "redis"
+			}
+			got, err := options.Parse(nil, env(e), io.Discard)
 			if err == nil {
 				t.Fatalf("%s=%q: Parse() = %+v, want an error", tt.env, tt.value, got)
 			}
@@ -277,7 +291,7 @@ func TestParseReportsEveryError(t *testing.T) {
 		name string
 		env  map[string]string
 	}{
-		{"values", map[string]string{"DB": "-1", "REDIS_PORT": "x", "LOG_FORMAT": "xml", "LOCK_EXPIRATION_TIME": "abc"}},
+		{"values", map[string]string{"DB": "-1", "REDIS_PORT": "x", "LOG_FORMAT": "xml", "LOCK_EXPIRATION_TIME": "abc", "LOCK_BACKEND": "redis"}},
 		{"validation", map[string]string{"WORKLOAD_SELECTOR": "app in (", "ANNOTATION": "a b", "NAMESPACES": "A", "METRICS_ADDR": "nonsense", "HEALTH_ADDR": "x"}},
 	}
 	for _, tt := range tests {
@@ -288,7 +302,7 @@ func TestParseReportsEveryError(t *testing.T) {
 				t.Fatal("Parse() succeeded, want an error")
 			}
 			for name := range tt.env {
-				if name != "PASSWORD" && !strings.Contains(err.Error(), name) {
+				if name != "PASSWORD" && name != "LOCK_BACKEND" && !strings.Contains(err.Error(), name) {
 					t.Errorf("error does not report %s: %q", name, err)
 				}
 			}
@@ -307,7 +321,8 @@ func TestParseArguments(t *testing.T) {
 	}{
 		{"positional argument", []string{"extra"}, []string{`unexpected argument "extra"`}},
 		{"unknown flag", []string{"--nope"}, []string{"nope"}},
-		{"invalid flag value", []string{"--redis-port", "70000"}, []string{"redis-port", "TCP port"}},
+		{"invalid flag value", []string{"--kube-api-burst", "0"}, []string{"kube-api-burst", "burst size"}},
+		{"invalid Redis flag value", []string{"--lock=redis", "--redis-port", "70000"}, []string{"--redis-port", `"70000"`, "TCP port"}},
 		{"password flag without value", []string{"--redis-password"}, []string{"redis-password"}},
 	}
 	for _, tt := range tests {
@@ -395,12 +410,12 @@ func TestLockModeDefault(t *testing.T) {
 
 func TestSentinelAndLeaseValidation(t *testing.T) {
 	for name, e := range map[string]map[string]string{
-		"master without addresses":  {"REDIS_SENTINEL_MASTER": "mymaster"},
-		"addresses without master":  {"REDIS_SENTINEL_ADDRS": "s1:26379"},
-		"address without port":      {"REDIS_SENTINEL_MASTER": "m", "REDIS_SENTINEL_ADDRS": "s1"},
+		"master without addresses":  {"REDIS_SENTINEL_MASTER": "mymaster", "LOCK_BACKEND": "redis"},
+		"addresses without master":  {"REDIS_SENTINEL_ADDRS": "s1:26379", "LOCK_BACKEND": "redis"},
+		"address without port":      {"REDIS_SENTINEL_MASTER": "m", "REDIS_SENTINEL_ADDRS": "s1", "LOCK_BACKEND": "redis"},
 		"renew deadline > duration": {"LEASE_RENEW_DEADLINE": "20s"},
 		"retry period > renew":      {"LEASE_RETRY_PERIOD": "11s"},
-		"missing CA file":           {"REDIS_TLS_CA_FILE": "/nonexistent/ca.pem"},
+		"missing CA file":           {"REDIS_TLS_CA_FILE": "/nonexistent/ca.pem", "REDIS_HOST": "redis"},
 		"invalid lease name":        {"LEASE_NAME": "Not_A_Name"},
 		"invalid lock":              {"LOCK_BACKEND": "zookeeper"},
 	} {

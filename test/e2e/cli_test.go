@@ -21,7 +21,7 @@ func TestCommandLine(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("--lock-expiration-time seconds\n        env LOCK_EXPIRATION_TIME, default 300"))
 	g.Expect(out).To(ContainSubstring("env IGNORE_SECRET_NAMESPACES, default ingress-aws-lb-controller,istio-system,karpenter,kube-system,kubesphere-system"))
 
-	code, out = runWatcher(t, []string{"LOCK_EXPIRATION_TIME=abc", "DB=-1"})
+	code, out = runWatcher(t, []string{"LOCK_BACKEND=redis", "LOCK_EXPIRATION_TIME=abc", "DB=-1"})
 	g.Expect(code).To(Equal(2))
 	g.Expect(out).To(ContainSubstring(`invalid LOCK_EXPIRATION_TIME "abc": want a whole number of seconds`))
 	g.Expect(out).To(ContainSubstring(`invalid DB "-1"`))

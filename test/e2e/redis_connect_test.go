@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,11 +69,15 @@ func TestRedisSentinel(t *testing.T) {
 	c := f.change(t, 0, "1")
 	f.waitCounts(t, 1, 2*time.Second)
 	NewWithT(t).Expect(len(c.loggedBy(a))+len(c.loggedBy(b))).To(Equal(1), "the change is processed by one replica")
-	// The processed change is marked done on the master.
-	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(master.Port), "--scan", "--pattern", "watcher:done:*").Output()
+	// The processed change is marked done on the master, under the keys of
+	// this installation: "watcher:<namespace>/<lease>/<hash key ID>:done:"
+	// and the change, "ConfigMap/ns/name[/uid]@version".
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(master.Port), "--scan", "--pattern", "watcher:*:done:*").Output()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	lockID := c.id // "ConfigMap/ns/name/uid@version"
-	NewWithT(t).Expect(strings.Fields(string(out))).To(ContainElement("watcher:done:" + lockID))
+	// c.id is "ConfigMap/ns/name/uid@version"; keys are prefixed by the
+	// installation: its namespace, Lease and hash key ID.
+	done := `^watcher:` + regexp.QuoteMeta(ns) + `/watcher/[0-9a-f]+:done:` + regexp.QuoteMeta(c.id) + `$`
+	NewWithT(t).Expect(strings.Fields(string(out))).To(ContainElement(MatchRegexp(done)))
 }
 
 // writeTLS writes a CA and a server certificate for 127.0.0.1 signed by it,

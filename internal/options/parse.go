@@ -1,0 +1,141 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+)
+
+// ErrHelp is returned by Parse when --help was asked for.
+var ErrHelp = pflag.ErrHelp
+
+// Parse returns the options set by args and, for flags not on the command
+// line, by the environment (getenv, usually os.LookupEnv). Errors name the
+// flag or variable and the expected form; they never echo a password.
+//
+// The Redis settings (REDIS_*, DB, USERNAME, PASSWORD,
+// LOCK_EXPIRATION_TIME and their flags) are checked only in the redis lock
+// mode. In the other modes an invalid one is ignored and reported in
+// Options.Notes: Kubernetes sets REDIS_PORT=tcp://10.0.0.1:6379 in every pod
+// of a namespace that holds a Service named redis, and that must not stop a
+// watcher that does not use Redis.
+func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer) (*Options, error) {
+	o := Defaults()
+	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { Usage(usageOut, fs) }
+	o.BindFlags(fs)
+	var errs, redisErrs []error
+	if err := parseArgs(fs, args, &redisErrs); err != nil {
+		return nil, err
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		env := f.Annotations[envAnnotation]
+		if f.Changed || len(env) == 0 {
+			return
+		}
+		if v, ok := getenv(env[0]); ok {
+			if err := f.Value.Set(v); err != nil {
+				err = fmt.Errorf("invalid %s%s: %w", env[0], shown(f.Value, v), err)
+				if isRedis(f) {
+					redisErrs = append(redisErrs, err)
+				} else {
+					errs = append(errs, err)
+				}
+			}
+		}
+	})
+	// Existing deployments of this design set only the Redis variables.
+	if _, lockSet := getenv("LOCK_BACKEND"); !lockSet && !fs.Changed("lock") {
+		if _, ok := getenv("REDIS_HOST"); ok || fs.Changed("redis-host") {
+			o.Lock = LockRedis
+		}
+	}
+	redisErrs = append(redisErrs, o.validateRedis()...)
+	if o.Lock == LockRedis {
+		errs = append(errs, redisErrs...)
+		o.Notes = append(o.Notes, fs.Lookup("redis-port").Value.(*redisPort).notes()...)
+	} else {
+		for _, err := range redisErrs {
+			o.Notes = append(o.Notes, fmt.Sprintf("ignored, as the lock mode %s uses no Redis: %v", o.Lock, err))
+		}
+	}
+	if err := errors.Join(append(errs, o.validate()...)...); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parseArgs parses the command line. An invalid value of a Redis flag is
+// added to redisErrs instead of failing, as Parse decides later whether it
+// matters.
+func parseArgs(fs *pflag.FlagSet, args []string, redisErrs *[]error) error {
+	var wrapped []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if isRedis(f) {
+			f.Value = deferred{Value: f.Value, flag: f.Name, errs: redisErrs}
+			wrapped = append(wrapped, f)
+		}
+	})
+	defer func() {
+		for _, f := range wrapped {
+			f.Value = f.Value.(deferred).Value
+		}
+	}()
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// deferred is a flag value whose invalid values are recorded rather than
+// returned.
+type deferred struct {
+	pflag.Value
+	flag string
+	errs *[]error
+}
+
+func (d deferred) Set(v string) error {
+	if err := d.Value.Set(v); err != nil {
+		*d.errs = append(*d.errs, fmt.Errorf("invalid --%s%s: %w", d.flag, shown(d.Value, v), err))
+	}
+	return nil
+}
+
+// isRedis tells the settings only the redis lock mode uses.
+func isRedis(f *pflag.Flag) bool { return len(f.Annotations[redisAnnotation]) > 0 }
+
+// shown quotes s for an error message, unless the value is a secret.
+func shown(v pflag.Value, s string) string {
+	if _, ok := v.(secret); ok {
+		return ""
+	}
+	return fmt.Sprintf(" %q", s)
+}
+
+// Usage prints watcher's help: every flag with its environment variable and
+// default.
+func Usage(w io.Writer, fs *pflag.FlagSet) {
+	fmt.Fprint(w, "Usage: watcher [flags]\n\n"+
+		"watcher restarts the Deployments, StatefulSets and DaemonSets that use a\n"+
+		"ConfigMap or Secret when its data changes.\n\n"+
+		"Every flag can also be set through the environment variable shown;\n"+
+		"the command line wins over the environment.\n\nFlags:\n")
+	fs.VisitAll(func(f *pflag.Flag) {
+		env := "KUBECONFIG"
+		if e := f.Annotations[envAnnotation]; len(e) > 0 {
+			env = e[0]
+		}
+		def := f.DefValue
+		if _, ok := f.Value.(secret); ok || def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(w, "  --%s %s\n        env %s, default %s\n        %s\n", f.Name, f.Value.Type(), env, def, f.Usage)
+	})
+}
