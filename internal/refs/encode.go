@@ -141,7 +141,7 @@ func unescape(s string) (string, error) {
 		return "", errors.New("empty")
 	case s == "%":
 		return "", nil
-	case strings.IndexAny(s, reserved) < 0:
+	case !strings.ContainsAny(s, reserved):
 		return s, nil
 	}
 	var b strings.Builder
