@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -283,4 +284,60 @@ func TestOnDeleteIsHonest(t *testing.T) {
 	NewWithT(t).Eventually(func() []string { return events(t, ns, "db", "UpdatedOnDelete") }, wait).
 		Should(ContainElement(ContainSubstring("pods pick up the change only when deleted (OnDelete)")))
 	NewWithT(t).Expect(events(t, ns, "db", "Restarted")).To(BeEmpty())
+}
+
+// TestHashesAreNoOracle: the same password in Secrets of two namespaces, and
+// under two keys of one Secret, is recorded with unrelated hashes, so a
+// tenant cannot match hashes of guesses made in their own namespace against
+// the records of another.
+func TestHashesAreNoOracle(t *testing.T) {
+	t.Parallel()
+	mine := namespace(t)
+	theirs := mine + "-theirs"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: theirs}})
+	for _, ns := range []string{mine, theirs} {
+		create(t, secret(ns, "db", map[string]string{"password": "admin", "guess": "admin"}))
+		create(t, deployment(ns, "web", envFrom("", "db")))
+	}
+	startWatcher(t, mine, func(o *options.Options) { o.Namespaces = []string{mine, theirs} })
+	hashes := map[string]string{}
+	for _, ns := range []string{mine, theirs} {
+		d := deployment(ns, "web", corev1.PodSpec{})
+		waitAdopted(t, d)
+		rec, err := plan.ParseRecord(fetch(t, d).Annotations[plan.RecordAnnotation])
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		for k, h := range rec["Secret/db"].Keys {
+			hashes[ns+"/"+k] = h
+		}
+	}
+	seen := map[string]string{}
+	for where, h := range hashes {
+		NewWithT(t).Expect(seen).NotTo(HaveKey(h), "%s and %s recorded the same hash for the same value", where, seen[h])
+		seen[h] = where
+	}
+	NewWithT(t).Expect(hashes).To(HaveLen(4))
+}
+
+// TestRefusedWriteIsNotRetried: a workload whose annotations leave no room
+// for the record is refused by the API server; watcher says so in a
+// Warning Event and does not retry a write that can only fail, while the
+// other users of the same ConfigMap still restart.
+func TestRefusedWriteIsNotRetried(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	full := deployment(ns, "full", envFrom("cfg", ""))
+	full.Annotations = map[string]string{"example.com/blob": strings.Repeat("x", 256*1024-60)}
+	create(t, full)
+	ok := track(t, deployment(ns, "ok", envFrom("cfg", "")))
+	w := startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "ok", corev1.PodSpec{}))
+	NewWithT(t).Eventually(func() []string { return events(t, ns, "full", "WriteFailed") }, wait).
+		Should(ContainElement(ContainSubstring("Cannot record the configuration hashes")))
+	setConfigMap(t, cm, "a", "2")
+	waitRollouts(t, ok, 1)
+	time.Sleep(quiet)
+	// Once at adoption, once for the change: never retried with backoff.
+	NewWithT(t).Expect(len(w.logs.Lines("not retrying", ns+"/full"))).To(BeNumerically("<=", 2), "refused writes:\n%s", strings.Join(w.logs.Lines("not retrying"), "\n"))
 }
