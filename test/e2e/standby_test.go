@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,36 +131,24 @@ func getRequests(t *testing.T, p *proc) float64 {
 
 // TestLeaseLeaderVerifiesRestarts: in the lease mode too, every restart is
 // decided again from the changed object read from the API server (a new
-// leader's cache may lag the record the old leader just wrote), and a
-// handover in the middle of a burst rolls no workload twice for the same
-// configuration nor back to older content.
+// leader's cache may lag the record the old leader just wrote). The Lease is
+// renewed every 20s here, so that the leader's GET requests in the few
+// seconds measured are the reads of the verification. (The handover itself,
+// with no workload rolled twice, is TestLeaseFailover's.)
 func TestLeaseLeaderVerifiesRestarts(t *testing.T) {
 	ns := namespace(t)
-	const configs, users = 2, 4
-	f := newFleet(t, ns, configs, users, 1)
-	args := []string{"--lock=lease", "--lease-duration=4s", "--lease-renew-deadline=3s", "--lease-retry-period=1s"}
-	replicas := []*proc{startWatcher(t, "watcher-0", ns, args...), startWatcher(t, "watcher-1", ns, args...)}
-	for _, p := range replicas {
-		p.WaitReady(t)
-	}
-	leader := waitLeader(t, replicas)
+	const users = 8
+	f := newFleet(t, ns, 1, users, 1)
+	leader := startWatcher(t, "watcher-0", ns, "--lock=lease", "--lease-duration=60s", "--lease-renew-deadline=40s", "--lease-retry-period=20s")
+	leader.WaitReady(t)
+	waitLeader(t, []*proc{leader})
 	f.waitAdopted(t)
 
 	before := getRequests(t, leader)
 	f.change(t, 0, "1")
-	for _, tr := range f.trs[0] {
-		waitRollouts(t, tr, 1)
-	}
-	time.Sleep(time.Second)
+	f.waitCounts(t, 1, time.Second)
 	gets := getRequests(t, leader) - before
 	t.Logf("%d restarts, %.0f GET requests", users, gets)
 	NewWithT(t).Expect(gets).To(BeNumerically(">=", users), "one read of the changed object per restart")
-
-	// A handover with SIGTERM in the middle of a burst.
-	f.burstStopping(t, leader, (*proc).Stop)
-	next := waitLeader(t, slices.DeleteFunc(replicas, func(p *proc) bool { return p == leader }))
-	f.waitRolledAfterLast(t)
-	time.Sleep(2 * time.Second)
 	f.expectDistinctRollouts(t)
-	f.expectNothingLeft(t, next)
 }
