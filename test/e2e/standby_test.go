@@ -96,28 +96,23 @@ func TestStandbyStaysFlat(t *testing.T) {
 // metricSum sums the samples of p's /metrics whose name and labels start
 // with prefix.
 func metricSum(t *testing.T, p *proc, prefix string) float64 {
-	t.Helper()
-	sum := 0.0
-	for _, line := range strings.Split(p.Metrics(t), "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndex(line, " "):]), 64)
-		if err != nil {
-			t.Fatalf("%s: metric line %q: %v", p.Name, line, err)
-		}
-		sum += f
-	}
-	return sum
+	return sumSamples(t, p, func(line string) bool { return strings.HasPrefix(line, prefix) })
 }
 
 // getRequests sums p's successful GET requests to the API server, from
 // client-go's rest_client_requests_total.
 func getRequests(t *testing.T, p *proc) float64 {
+	return sumSamples(t, p, func(line string) bool {
+		return strings.HasPrefix(line, "rest_client_requests_total{") && strings.Contains(line, `method="GET"`) && strings.Contains(line, `code="200"`)
+	})
+}
+
+// sumSamples sums the samples of p's /metrics whose lines match.
+func sumSamples(t *testing.T, p *proc, match func(line string) bool) float64 {
 	t.Helper()
 	sum := 0.0
 	for _, line := range strings.Split(p.Metrics(t), "\n") {
-		if !strings.HasPrefix(line, "rest_client_requests_total{") || !strings.Contains(line, `method="GET"`) || !strings.Contains(line, `code="200"`) {
+		if strings.HasPrefix(line, "#") || !match(line) {
 			continue
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndex(line, " "):]), 64)
