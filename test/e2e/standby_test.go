@@ -89,6 +89,7 @@ func TestStandbyStaysFlat(t *testing.T) {
 	NewWithT(t).Eventually(tr.Count, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", 1))
 	time.Sleep(3 * time.Second)
 	n := tr.Count()
+	t.Logf("the user of cfg-0 rolled %d times for %d changes", n, perConfig)
 	NewWithT(t).Expect(n).To(BeNumerically("<=", 2), "1,000 changes of one ConfigMap rolled its user %d times", n)
 	stayRollouts(t, tr, n, 3*time.Second)
 }
