@@ -36,7 +36,8 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		return nil
 	}
 	onDelete := workload.OnDelete(obj) // before the patch replaces obj
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID()))); err != nil {
+	kind, _ := workload.ByName(key.Kind)
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID(), kind.Template))); err != nil {
 		return r.patchFailed(ctx, key, obj, err)
 	}
 	switch p.Action {
@@ -158,8 +159,9 @@ func describe(namespace string, ref refs.Ref) string {
 
 // patchFor builds the JSON merge patch for p: the record and the ID of its
 // hash key on the workload's metadata, the restart annotation on its pod
-// template for a restart, and the resourceVersion precondition.
-func patchFor(obj client.Object, p plan.Plan, hashKeyID string) []byte {
+// template (at template, the kind's path) for a restart, and the
+// resourceVersion precondition.
+func patchFor(obj client.Object, p plan.Plan, hashKeyID string, template []string) []byte {
 	var record, key any = nil, nil // Forget removes the annotations
 	if p.Action != plan.Forget {
 		record, key = p.Record.String(), hashKeyID
@@ -171,9 +173,15 @@ func patchFor(obj client.Object, p plan.Plan, hashKeyID string) []byte {
 		},
 	}
 	if p.Action == plan.Restart {
-		patch["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
+		var at any = map[string]any{"metadata": map[string]any{
 			"annotations": map[string]string{plan.RestartAnnotation: p.Record.RestartID()},
-		}}}
+		}}
+		for i := len(template) - 1; i >= 0; i-- {
+			at = map[string]any{template[i]: at}
+		}
+		for k, v := range at.(map[string]any) { // "spec", for every kind
+			patch[k] = v
+		}
 	}
 	b, _ := json.Marshal(patch) // maps of strings always marshal
 	return b

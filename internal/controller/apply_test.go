@@ -62,8 +62,20 @@ func TestPatchFor(t *testing.T) {
 		{plan.Restart, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}`},
 	}
 	for _, tt := range tests {
-		if got := string(patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1")); got != tt.want {
+		if got := string(patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", []string{"spec", "template"})); got != tt.want {
 			t.Errorf("%v:\n got %s\nwant %s", tt.action, got, tt.want)
 		}
+	}
+}
+
+// TestPatchForNestedTemplate: the restart annotation goes where the kind
+// keeps its pod template.
+func TestPatchForNestedTemplate(t *testing.T) {
+	rec := plan.Record{"ConfigMap/cfg": nil}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
+	got := string(patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", []string{"spec", "jobTemplate", "spec", "template"}))
+	want := `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}}}`
+	if got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
 	}
 }

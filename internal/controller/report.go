@@ -11,6 +11,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // reporter keeps the watcher_watched_objects gauge up to date (every
@@ -57,7 +58,11 @@ func (r *reporter) report(ctx context.Context, print bool) {
 		"ignoredConfigMapNamespaces", r.opts.IgnoreConfigMapNamespaces,
 		"ignoredSecretNamespaces", r.opts.IgnoreSecretNamespaces,
 	}
-	for _, kind := range []string{"ConfigMap", "Secret", "Deployment", "StatefulSet", "DaemonSet"} {
+	kinds := []string{"ConfigMap", "Secret"}
+	for _, k := range workload.Kinds {
+		kinds = append(kinds, k.Name())
+	}
+	for _, kind := range kinds {
 		n := r.store.Count(kind)
 		metrics.Watched.WithLabelValues(kind).Set(float64(n))
 		kv = append(kv, strings.ToLower(kind[:1])+kind[1:]+"s", n) // e.g. configMaps

@@ -136,8 +136,8 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		})
 	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	for _, kind := range workload.Kinds {
-		for _, inf := range st.Informers(kind.Name) {
-			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name), changed))
+		for _, inf := range st.Informers(kind.Name()) {
+			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name()), changed))
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {

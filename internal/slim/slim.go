@@ -71,12 +71,15 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
-		kind, ok := workload.KindOf(w)
+		if _, done := obj.(*metav1.PartialObjectMetadata); done {
+			return obj, nil
+		}
+		kind, ok := workload.Of(w)
 		if !ok {
 			return obj, nil
 		}
 		out := &metav1.PartialObjectMetadata{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion, Kind: kind.Name},
+			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Name()},
 			ObjectMeta: Meta(objectMeta(w), keepRefs),
 		}
 		if out.Annotations == nil {
@@ -102,9 +105,9 @@ func objectMeta(w client.Object) metav1.ObjectMeta {
 // kind, read from the template itself: an object from the API server cannot
 // carry workload.RefsAnnotation. None if the template cannot be read.
 func podRefs(log logr.Logger, kind workload.Kind, w client.Object) []refs.Ref {
-	tmpl, err := workload.PodTemplate(w)
+	tmpl, err := kind.PodTemplate(w)
 	if err != nil {
-		key := workload.Key{Kind: kind.Name, Namespace: w.GetNamespace(), Name: w.GetName()}
+		key := workload.Key{Kind: kind.Name(), Namespace: w.GetNamespace(), Name: w.GetName()}
 		log.Error(err, "Cannot read pod template; keeping the workload without references", "workload", key.String())
 		metrics.Errors.WithLabelValues(ErrorOperation).Inc()
 		return nil

@@ -88,13 +88,13 @@ func TestWorkloadKeepsReferencesOnly(t *testing.T) {
 			if err != nil || len(wantRefs) != 9 {
 				t.Fatalf("the fixture should use 9 objects, uses %d (%v)", len(wantRefs), err)
 			}
-			kind, _ := workload.KindOf(obj)
+			kind, _ := workload.Of(obj)
 			out, err := transform(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := &metav1.PartialObjectMetadata{
-				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name},
+				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name()},
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
 					Annotations: map[string]string{"keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs)}},
 			}
@@ -163,12 +163,12 @@ func TestWorkloadOddReferences(t *testing.T) {
 }
 
 // TestWorkloadUnreadableTemplate: a workload whose pod template cannot be
-// read (here a kind added to workload.Kinds without its case in
-// workload.PodTemplate) is kept with no references, logged and counted,
+// read (here a kind added to workload.Kinds without a way to read its
+// typed objects) is kept with no references, logged and counted,
 // never an error: client-go would drop it and retry forever.
 func TestWorkloadUnreadableTemplate(t *testing.T) {
 	saved := workload.Kinds
-	workload.Kinds = append(slices.Clone(saved), workload.Kind{Name: "ReplicaSet", APIVersion: "apps/v1", New: func() client.Object { return &appsv1.ReplicaSet{} }})
+	workload.Kinds = append(slices.Clone(saved), workload.Kind{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet")})
 	t.Cleanup(func() { workload.Kinds = saved })
 	var logged []string
 	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})

@@ -85,7 +85,7 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 				Indexers:         indexers(o.Log),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
 			})
-			if err := s.add(k.Name, ns, inf, workloads); err != nil {
+			if err := s.add(k.Name(), ns, inf, workloads); err != nil {
 				return nil, err
 			}
 		}
@@ -230,7 +230,7 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 	}
 	var out []User
 	for _, k := range workload.Kinds {
-		inf := s.informer(k.Name, namespace)
+		inf := s.informer(k.Name(), namespace)
 		if inf == nil {
 			continue
 		}
@@ -243,7 +243,7 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, User{Kind: k.Name, Obj: m})
+			out = append(out, User{Kind: k.Name(), Obj: m})
 		}
 	}
 	return out, nil

@@ -1,77 +1,182 @@
-// Package workload knows the kinds of workload watcher restarts and where each
-// keeps its pod template.
-//
-// Adding a kind is one entry in Kinds and one case in PodTemplate.
+// Package workload knows the kinds of workload watcher restarts. Each kind
+// is one value of Kind in Kinds, carrying everything watcher needs of it:
+// its GroupVersionKind, where its pod template lives, how to read it from a
+// typed or an unstructured object, whether its API may be absent, and
+// whether changing its template rolls its pods. Every other package asks the
+// kind; adding one is one value here plus its test cases.
 package workload
 
 import (
 	"fmt"
-	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
 // Kind describes one workload kind.
 type Kind struct {
-	// Name is the Kubernetes kind, e.g. "Deployment".
-	Name       string
-	APIVersion string
-	// New returns an empty object of the kind.
-	New func() client.Object
-	// NewList returns an empty list of the kind.
-	NewList func() client.ObjectList
-	// NewInformer returns a client-go informer of the kind.
+	// GVK names the kind.
+	GVK schema.GroupVersionKind
+	// Template is the path of the pod template in an object of the kind.
+	Template []string
+	// Optional is true for a kind whose API may be absent (a custom
+	// resource): it is watched only while the API server serves it.
+	Optional bool
+	// typed returns the pod template of a typed object of the kind; nil
+	// for kinds known only as unstructured objects.
+	typed func(client.Object) (*corev1.PodTemplateSpec, bool)
+	// onDelete tells why a template change of obj rolls no pod until the
+	// pods are deleted ("" when it rolls them); nil: it always rolls them.
+	onDelete func(client.Object) string
+	// NewInformer returns a client-go informer of a typed kind.
 	NewInformer func(kubernetes.Interface, string, internalinterfaces.InformerOptions) toolscache.SharedIndexInformer
 }
 
-// Kinds are the workload kinds watcher restarts.
-var Kinds = []Kind{
-	{"Deployment", "apps/v1", func() client.Object { return &appsv1.Deployment{} }, func() client.ObjectList { return &appsv1.DeploymentList{} }, appsinformers.NewDeploymentInformerWithOptions},
-	{"StatefulSet", "apps/v1", func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }, appsinformers.NewStatefulSetInformerWithOptions},
-	{"DaemonSet", "apps/v1", func() client.Object { return &appsv1.DaemonSet{} }, func() client.ObjectList { return &appsv1.DaemonSetList{} }, appsinformers.NewDaemonSetInformerWithOptions},
-}
+// The kinds watcher restarts.
+var (
+	Deployment = Kind{
+		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		Template:    []string{"spec", "template"},
+		typed:       template(func(o *appsv1.Deployment) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		NewInformer: appsinformers.NewDeploymentInformerWithOptions,
+	}
+	StatefulSet = Kind{
+		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
+		Template:    []string{"spec", "template"},
+		typed:       template(func(o *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		onDelete:    statefulSetOnDelete,
+		NewInformer: appsinformers.NewStatefulSetInformerWithOptions,
+	}
+	DaemonSet = Kind{
+		GVK:         appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
+		Template:    []string{"spec", "template"},
+		typed:       template(func(o *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		onDelete:    daemonSetOnDelete,
+		NewInformer: appsinformers.NewDaemonSetInformerWithOptions,
+	}
+)
 
-// KindOf returns the Kind of a typed workload object.
-func KindOf(obj client.Object) (Kind, bool) {
-	for _, k := range Kinds {
-		if reflect.TypeOf(k.New()) == reflect.TypeOf(obj) {
-			return k, true
+// Kinds are the workload kinds watcher restarts.
+var Kinds = []Kind{Deployment, StatefulSet, DaemonSet}
+
+// Name returns the kind's name, e.g. "Deployment".
+func (k Kind) Name() string { return k.GVK.Kind }
+
+// APIVersion returns the kind's group and version, e.g. "apps/v1".
+func (k Kind) APIVersion() string { return k.GVK.GroupVersion().String() }
+
+// New returns an empty object of the kind: typed when the kind has a Go
+// type, else unstructured.
+func (k Kind) New() client.Object {
+	if obj, err := scheme.Scheme.New(k.GVK); err == nil {
+		if o, ok := obj.(client.Object); ok {
+			return o
 		}
 	}
-	return Kind{}, false
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.GVK)
+	return u
+}
+
+// NewList returns an empty list of the kind.
+func (k Kind) NewList() client.ObjectList {
+	gvk := k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List")
+	if obj, err := scheme.Scheme.New(gvk); err == nil {
+		if l, ok := obj.(client.ObjectList); ok {
+			return l
+		}
+	}
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// PodTemplate returns the pod template of obj, an object of the kind,
+// typed or unstructured. The template of a typed object is the object's
+// own; that of an unstructured object is a copy.
+func (k Kind) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m, found, err := unstructured.NestedMap(u.Object, k.Template...)
+		if err != nil || !found {
+			return nil, fmt.Errorf("%s %s/%s has no pod template at %v: %v", k.Name(), obj.GetNamespace(), obj.GetName(), k.Template, err)
+		}
+		var tmpl corev1.PodTemplateSpec
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tmpl); err != nil {
+			return nil, fmt.Errorf("read pod template of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
+		}
+		return &tmpl, nil
+	}
+	if k.typed != nil {
+		if tmpl, ok := k.typed(obj); ok {
+			return tmpl, nil
+		}
+	}
+	return nil, fmt.Errorf("%T is not a %s", obj, k.Name())
+}
+
+// template turns a typed accessor into one that takes any object.
+func template[T client.Object](get func(T) *corev1.PodTemplateSpec) func(client.Object) (*corev1.PodTemplateSpec, bool) {
+	return func(obj client.Object) (*corev1.PodTemplateSpec, bool) {
+		o, ok := obj.(T)
+		if !ok {
+			return nil, false
+		}
+		return get(o), true
+	}
 }
 
 // ByName returns the Kind called name.
 func ByName(name string) (Kind, bool) {
 	for _, k := range Kinds {
-		if k.Name == name {
+		if k.Name() == name {
 			return k, true
 		}
 	}
 	return Kind{}, false
 }
 
-// PodTemplate returns the pod template of a workload, or an error for an
-// object that is not a known workload.
+// ByGVK returns the Kind of gvk.
+func ByGVK(gvk schema.GroupVersionKind) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.GVK == gvk {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Of returns the Kind of obj: from its GroupVersionKind when it says one
+// (unstructured and metadata-only objects), else from its Go type.
+func Of(obj client.Object) (Kind, bool) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		var err error
+		if gvk, err = apiutil.GVKForObject(obj, scheme.Scheme); err != nil {
+			return Kind{}, false
+		}
+	}
+	return ByGVK(gvk)
+}
+
+// PodTemplate returns the pod template of a workload of any known kind.
 func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &o.Spec.Template, nil
-	case *appsv1.StatefulSet:
-		return &o.Spec.Template, nil
-	case *appsv1.DaemonSet:
-		return &o.Spec.Template, nil
-	default:
+	k, ok := Of(obj)
+	if !ok {
 		return nil, fmt.Errorf("%T is not a workload watcher restarts", obj)
 	}
+	return k.PodTemplate(obj)
 }
 
 // Key identifies one workload.
@@ -102,43 +207,4 @@ func Refs(obj client.Object) ([]refs.Ref, error) {
 		return nil, err
 	}
 	return refs.FromPodSpec(&tmpl.Spec), nil
-}
-
-// OnDeleteAnnotation holds, on a workload in watcher's store, why changing
-// its pod template rolls none of its pods (see OnDelete). Like
-// RefsAnnotation, the key is not a valid annotation key.
-const OnDeleteAnnotation = "watcher.dev/cached/on-delete"
-
-// OnDelete tells why a change of obj's pod template replaces no pod until
-// the pods are deleted, or "" when the template change rolls them:
-//
-//	workload                                          reason
-//	StatefulSet or DaemonSet, updateStrategy OnDelete "OnDelete"
-//	StatefulSet, RollingUpdate partition >= replicas  "partition"
-//	anything else                                     ""
-//
-// A stored workload carries the reason in OnDeleteAnnotation.
-func OnDelete(obj client.Object) string {
-	if r, ok := obj.GetAnnotations()[OnDeleteAnnotation]; ok {
-		return r
-	}
-	switch o := obj.(type) {
-	case *appsv1.StatefulSet:
-		s := o.Spec.UpdateStrategy
-		if s.Type == appsv1.OnDeleteStatefulSetStrategyType {
-			return "OnDelete"
-		}
-		replicas := int32(1)
-		if o.Spec.Replicas != nil {
-			replicas = *o.Spec.Replicas
-		}
-		if s.RollingUpdate != nil && s.RollingUpdate.Partition != nil && *s.RollingUpdate.Partition >= replicas {
-			return "partition"
-		}
-	case *appsv1.DaemonSet:
-		if o.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
-			return "OnDelete"
-		}
-	}
-	return ""
 }

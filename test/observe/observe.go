@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -139,10 +138,9 @@ func (tr *Tracker) Rollouts() []Rollout {
 }
 
 func kindOf(w client.Object) (string, client.ObjectList, error) {
-	for _, k := range workload.Kinds {
-		if reflect.TypeOf(k.New()) == reflect.TypeOf(w) {
-			return k.Name, k.NewList(), nil
-		}
+	k, ok := workload.Of(w)
+	if !ok {
+		return "", nil, fmt.Errorf("%T is not a workload", w)
 	}
-	return "", nil, fmt.Errorf("%T is not a workload", w)
+	return k.Name(), k.NewList(), nil
 }
