@@ -58,8 +58,8 @@ func TestKinds(t *testing.T) {
 					t.Errorf("%s: template %+v", name, tmpl)
 				}
 			}
-			if _, ok := k.NewList().(client.ObjectList); !ok {
-				t.Error("NewList gives no list")
+			if gvk := k.NewList().GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Kind != k.Name()+"List" {
+				t.Errorf("NewList gives a %s", gvk.Kind)
 			}
 			if byName, ok := workload.ByName(k.Name()); !ok || byName.GVK != k.GVK {
 				t.Errorf("ByName(%s) = %v", k.Name(), byName.GVK)
