@@ -1,6 +1,7 @@
 package workload_test
 
 import (
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,8 +59,8 @@ func TestKinds(t *testing.T) {
 					t.Errorf("%s: template %+v", name, tmpl)
 				}
 			}
-			if gvk := k.NewList().GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Kind != k.Name()+"List" {
-				t.Errorf("NewList gives a %s", gvk.Kind)
+			if got, want := fmt.Sprintf("%T", k.NewList()), "*v1."+k.Name()+"List"; got != want {
+				t.Errorf("NewList gives a %s, want a %s", got, want)
 			}
 			if byName, ok := workload.ByName(k.Name()); !ok || byName.GVK != k.GVK {
 				t.Errorf("ByName(%s) = %v", k.Name(), byName.GVK)
