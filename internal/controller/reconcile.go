@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -35,7 +36,7 @@ type Reconciler struct {
 	// Recorder emits Events on restarted workloads.
 	Recorder recorder.EventRecorder
 	Config   Config
-	resolve  resolver
+	resolve  *resolve.Resolver
 }
 
 // Reconcile processes one request: a changed object or a workload.

@@ -22,6 +22,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/store"
 )
 
@@ -36,7 +37,12 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	st, err := newStore(cfg, o, hasher, log.WithName("store"))
+	// The store's index and the reconciler find references alike.
+	resolver := resolve.New(resolve.Options{
+		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
+		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
+	})
+	st, err := newStore(cfg, o, hasher, resolver, log.WithName("store"))
 	if err != nil {
 		return err
 	}
@@ -83,9 +89,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Key:                guard,
 		NeedLeaderElection: lease,
 		Locker:             locker,
-
-		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
-		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
+		Resolver:           resolver,
 	})
 	if err != nil {
 		return err
@@ -114,7 +118,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 
 // newStore creates the informers of ConfigMaps, Secrets and workloads. They
 // read with protobuf, which decodes faster and with less garbage than JSON.
-func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, log logr.Logger) (*store.Store, error) {
+func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.Resolver, log logr.Logger) (*store.Store, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -130,6 +134,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, log logr.Log
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 		Hasher:                    h,
 		Log:                       log,
+		Refs:                      r.Refs,
 		WorkloadAnnotations:       []string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation},
 		ConfigAnnotations:         []string{o.Annotation},
 	})

@@ -35,6 +35,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -86,9 +87,9 @@ type Config struct {
 	// Key, when set, tells whether Hasher's key is still the installation's
 	// hash key; nothing is decided with a key that is not.
 	Key *hash.Guard
-	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces: references to
-	// objects in these namespaces are dropped before deciding.
-	IgnoreConfigMapNamespaces, IgnoreSecretNamespaces []string
+	// Resolver gives the references of workloads; the store's index must
+	// use the same. Nil: the pod spec's, none ignored.
+	Resolver *resolve.Resolver
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
 	// HeldRetry is how long to wait before looking again at a change whose
@@ -102,6 +103,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Locker == nil {
 		cfg.Locker = lock.Local{}
 	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = resolve.New(resolve.Options{})
+	}
 	if cfg.HeldRetry == 0 {
 		cfg.HeldRetry = time.Second
 	}
@@ -111,7 +115,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Fresh:    mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
-		resolve:  newResolver(cfg.IgnoreConfigMapNamespaces, cfg.IgnoreSecretNamespaces),
+		resolve:  cfg.Resolver,
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").

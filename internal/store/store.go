@@ -61,6 +61,10 @@ type Options struct {
 	// Log receives the workloads that cannot be indexed or trimmed; the
 	// zero Logger discards them.
 	Log logr.Logger
+	// Refs gives the references a workload is indexed by (the reconciler
+	// decides with the same function, see package resolve); nil: those of
+	// its pod spec.
+	Refs func(client.Object) ([]refs.Ref, error)
 }
 
 // Store is the set of informers.
@@ -82,7 +86,7 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
-				Indexers:         indexers(o.Log),
+				Indexers:         indexers(o.Log, refsOr(o.Refs)),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
 			})
 			if err := s.add(k.Name(), ns, inf, workloads); err != nil {
@@ -129,9 +133,17 @@ func selectors(labels string, ignore []string) internalinterfaces.TweakListOptio
 	}
 }
 
+// refsOr returns f, or workload.Refs if f is nil.
+func refsOr(f func(client.Object) ([]refs.Ref, error)) func(client.Object) ([]refs.Ref, error) {
+	if f == nil {
+		return workload.Refs
+	}
+	return f
+}
+
 // indexers returns the indexes of the workload informers.
-func indexers(log logr.Logger) toolscache.Indexers {
-	return toolscache.Indexers{IndexConfigMaps: indexer(log, refs.ConfigMap), IndexSecrets: indexer(log, refs.Secret)}
+func indexers(log logr.Logger, uses func(client.Object) ([]refs.Ref, error)) toolscache.Indexers {
+	return toolscache.Indexers{IndexConfigMaps: indexer(log, uses, refs.ConfigMap), IndexSecrets: indexer(log, uses, refs.Secret)}
 }
 
 // indexer indexes a workload by the "namespace/name" of the objects of kind
@@ -141,13 +153,13 @@ func indexers(log logr.Logger) toolscache.Indexers {
 // workload would then crash watcher over and over. A workload whose
 // references cannot be read is logged, counted in metrics.Errors (operation
 // ErrorOperation) and indexed under nothing.
-func indexer(log logr.Logger, kind refs.Kind) toolscache.IndexFunc {
+func indexer(log logr.Logger, refsOf func(client.Object) ([]refs.Ref, error), kind refs.Kind) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		w, ok := obj.(client.Object)
 		if !ok {
 			return nil, nil
 		}
-		uses, err := workload.Refs(w)
+		uses, err := refsOf(w)
 		if err != nil {
 			log.Error(err, "Cannot index workload; its references are unreadable",
 				"workload", w.GetObjectKind().GroupVersionKind().Kind+" "+w.GetNamespace()+"/"+w.GetName(), "kind", kind)

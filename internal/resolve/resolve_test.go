@@ -1,0 +1,65 @@
+package resolve_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
+)
+
+// fixed is a Source that finds the same references for every workload.
+type fixed struct {
+	rs  []refs.Ref
+	err error
+}
+
+func (fixed) Name() string                             { return "fixed" }
+func (f fixed) Refs(client.Object) ([]refs.Ref, error) { return f.rs, f.err }
+
+func deployment(ns string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sec"}}},
+		}}},
+	}}}}
+}
+
+// TestResolver: one case per row of the package tables.
+func TestResolver(t *testing.T) {
+	cfg := refs.Ref{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true}
+	sec := refs.Ref{Kind: refs.Secret, Name: "sec", AllKeys: true}
+	other := refs.Ref{Kind: refs.ConfigMap, Name: "other", Keys: []string{"k"}}
+	tests := []struct {
+		name string
+		o    resolve.Options
+		ns   string
+		want []refs.Ref
+		err  bool
+	}{
+		{"pod spec by default", resolve.Options{}, "shop", []refs.Ref{cfg, sec}, false},
+		{"ConfigMaps of an ignored namespace dropped", resolve.Options{IgnoreConfigMapNamespaces: []string{"shop"}}, "shop", []refs.Ref{sec}, false},
+		{"Secrets of an ignored namespace dropped", resolve.Options{IgnoreSecretNamespaces: []string{"shop"}}, "shop", []refs.Ref{cfg}, false},
+		{"another namespace ignored: nothing dropped", resolve.Options{IgnoreConfigMapNamespaces: []string{"kube-system"}}, "shop", []refs.Ref{cfg, sec}, false},
+		{"sources united", resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, fixed{rs: []refs.Ref{other}}}}, "shop", []refs.Ref{cfg, other, sec}, false},
+		{"a failing source fails the whole", resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, fixed{err: errors.New("bad")}}}, "shop", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolve.New(tt.o).Refs(deployment(tt.ns))
+			if (err != nil) != tt.err {
+				t.Fatalf("error %v, want error: %v", err, tt.err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" && !tt.err {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
