@@ -34,6 +34,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -112,6 +113,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
 		resolve:  newResolver(cfg.IgnoreConfigMapNamespaces, cfg.IgnoreSecretNamespaces),
+		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation}),
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
