@@ -114,7 +114,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 			return outcome{}, err
 		}
 	}
-	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, p)
+	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, in, p)
 }
 
 // verify decides a restart again with the changed objects read from the API
