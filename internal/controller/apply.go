@@ -21,13 +21,14 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// apply carries out p on obj with at most one patch. Every patch carries
-// obj's resourceVersion, so it fails with a conflict instead of acting on a
-// stale decision.
-func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan) error {
+// apply carries out p, decided from in, on obj with at most one patch. Every
+// patch carries obj's resourceVersion, so it fails with a conflict instead of
+// acting on a stale decision.
+func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Object, in plan.Input, p plan.Plan) error {
 	log := ctrl.LoggerFrom(ctx)
 	for _, c := range p.Ignored {
-		log.V(1).Info("Change ignored: the object opted out", "source", describe(key.Namespace, c.Ref), "reason", plan.SkipConfigOptedOut)
+		_, rule := in.Rules.Evaluate(in, c.Ref)
+		log.V(1).Info("Change ignored: the object opted out", "source", describe(key.Namespace, c.Ref), "reason", rule)
 	}
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)

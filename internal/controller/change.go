@@ -80,7 +80,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	var errs []error
 	var keys []string
 	var act []workload.Key
-	ignored := false
+	ignoredBy := "" // the rule that ignored the change, for some user
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
 		if err := r.Config.Key.Current(); err != nil {
@@ -93,7 +93,9 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		}
 		p := plan.Decide(in)
 		keys = append(keys, changedKeys(p, id)...)
-		ignored = ignored || slices.ContainsFunc(p.Ignored, func(c plan.Change) bool { return c.Ref.ID() == id })
+		if i := slices.IndexFunc(p.Ignored, func(c plan.Change) bool { return c.Ref.ID() == id }); i >= 0 {
+			_, ignoredBy = in.Rules.Evaluate(in, p.Ignored[i].Ref)
+		}
 		if reason := p.SkipReason(in); reason != "" && reason != plan.SkipConfigOptedOut {
 			metrics.Skipped.WithLabelValues(reason).Inc()
 			log.V(1).Info("Change restarts nothing for this workload", "object", req.String(), "workload", key.String(), "reason", reason)
@@ -109,9 +111,9 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	} else {
 		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users))
 	}
-	if ignored {
-		metrics.Skipped.WithLabelValues(plan.SkipConfigOptedOut).Inc()
-		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", plan.SkipConfigOptedOut)
+	if ignoredBy != "" {
+		metrics.Skipped.WithLabelValues(ignoredBy).Inc()
+		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", ignoredBy)
 	}
 	for _, key := range act {
 		_, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)

@@ -37,6 +37,8 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 	Config   Config
 	resolve  *resolve.Resolver
+	// rules say which references count (plan.Input.Rules).
+	rules plan.Chain
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -113,7 +115,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 			return outcome{}, err
 		}
 	}
-	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, p)
+	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, in, p)
 }
 
 // verify decides a restart again with the changed objects read from the API
@@ -136,7 +138,7 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 			if err != nil {
 				return p, err
 			}
-			cfg = plan.Config{Present: true, Keys: d.Keys, OptedOut: r.optedOut(ctx, obj)}
+			cfg = r.configOf(ctx, obj, d.Keys)
 		}
 		in.Configs[c.Ref.ID()] = cfg
 	}
@@ -153,14 +155,13 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 		return plan.Input{}, err
 	}
 	in := plan.Input{
+		Rules:           r.rules,
+		Annotations:     obj.GetAnnotations(),
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,
 	}
-	in.OptedOut, err = plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
-	if err != nil {
-		r.invalidAnnotation(ctx, obj, err)
-	}
+	r.checkAnnotations(ctx, obj)
 	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {
 		switch in.Recorded, err = plan.ParseRecord(s); {
 		case err != nil:
@@ -196,17 +197,22 @@ func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref)
 	if err != nil {
 		return plan.Config{}, err
 	}
-	return plan.Config{Present: true, Keys: d.Keys, OptedOut: r.optedOut(ctx, obj)}, nil
+	return r.configOf(ctx, obj, d.Keys), nil
 }
 
-// optedOut reads the opt-out annotation of a ConfigMap or Secret, reporting
-// a malformed one.
-func (r *Reconciler) optedOut(ctx context.Context, obj client.Object) bool {
-	optedOut, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
-	if err != nil {
+// configOf returns the state of a ConfigMap or Secret that exists, with keys
+// hashed, for plan.Decide and its rules.
+func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[string]string) plan.Config {
+	r.checkAnnotations(ctx, obj)
+	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels()}
+}
+
+// checkAnnotations reports a malformed opt-out annotation on obj, which the
+// rules read as absent.
+func (r *Reconciler) checkAnnotations(ctx context.Context, obj client.Object) {
+	if _, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation); err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}
-	return optedOut
 }
 
 // newConfig returns an empty ConfigMap or Secret.

@@ -34,6 +34,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -116,6 +117,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
 		resolve:  cfg.Resolver,
+		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation}),
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").

@@ -3,8 +3,9 @@
 //
 // Decide is pure: the caller gathers the inputs from its store and applies the
 // result with one patch. A workload's Record holds, for each reference, which
-// keys its pods read and the hash of each; each reference is compared with
-// the object as it is now:
+// keys its pods read and the hash of each. First the rules (Input.Rules, a
+// Chain) say which references count; then each reference not dropped is
+// compared with the object as it is now:
 //
 //	object now             recorded                  written      a change?
 //	present                no entry (new reference)  current      no: adopted
@@ -12,11 +13,13 @@
 //	present                same hashes               current      no
 //	present                other hashes              current      yes: the keys that differ
 //	present                keys not read before      current      no: newly read keys are adopted
-//	present, opted out     anything                  current      no: recorded silently
+//	present, ignored by    anything                  current      no: recorded silently, listed
+//	  a rule (opted out)                                          in Ignored
 //	present, a required    anything                  kept as is   no, and no restart at all:
 //	  key missing                                                 reported in Missing
 //	missing                no entry                  nil          no
 //	missing                anything                  kept as is   no: deletion never restarts
+//	dropped by a rule      anything                  nothing      no
 //
 // A key is compared only when the record says the pods read it, and the pod
 // spec still reads it: a template edit that reads one more key, or switches
@@ -29,10 +32,10 @@
 // dropped. Then, for the workload:
 //
 //	workload              record      action
-//	opted out, or uses    present     Forget: remove the record
-//	  nothing
-//	opted out, or uses    absent      None
-//	  nothing
+//	uses nothing (or      present     Forget: remove the record
+//	  rules dropped all:
+//	  opted out)
+//	uses nothing          absent      None
 //	uses only objects     absent      None (nothing to record: the workload
 //	  that do not exist                 may never be restarted), unless
 //	                                  RestartOnCreate
@@ -58,14 +61,16 @@ type Config struct {
 	Present bool
 	// Keys maps each key to its hash (hash.Digest.Keys).
 	Keys map[string]string
-	// OptedOut is true when the object asks that its changes restart nothing.
-	OptedOut bool
+	// Annotations and Labels are the object's, for the rules.
+	Annotations, Labels map[string]string
 }
 
 // Input is everything Decide looks at.
 type Input struct {
-	// OptedOut is true when the workload asks never to be restarted.
-	OptedOut bool
+	// Rules say which references count (see NewChain); with none, all do.
+	Rules Chain
+	// Annotations are the workload's, for the rules.
+	Annotations map[string]string
 	// Refs are the objects the workload's pod template uses.
 	Refs []refs.Ref
 	// Recorded is the workload's record; nil if it has none.
@@ -121,7 +126,8 @@ type Plan struct {
 	Record Record
 	// Changes are the reasons for a Restart, sorted by reference.
 	Changes []Change
-	// Ignored lists changes that did not count because the object opted out.
+	// Ignored lists changes that did not count because a rule said to
+	// record them silently (the object opted out).
 	Ignored []Change
 	// Missing lists required keys that are absent: while any is, nothing
 	// restarts and the record is kept.
@@ -131,16 +137,15 @@ type Plan struct {
 // Decide returns the plan for one workload. See the package comment for the
 // rules.
 func Decide(in Input) Plan {
-	if in.OptedOut || len(in.Refs) == 0 {
-		if in.Recorded != nil {
-			return Plan{Action: Forget}
-		}
-		return Plan{Action: None}
-	}
 	next := make(Record, len(in.Refs))
 	var p Plan
-	anyPresent := false
+	anyUsed, anyPresent := false, false
 	for _, ref := range in.Refs {
+		verdict, _ := in.Rules.Evaluate(in, ref)
+		if verdict == Drop {
+			continue
+		}
+		anyUsed = true
 		id := ref.ID()
 		cfg := in.Configs[id]
 		old, known := in.Recorded[id]
@@ -167,11 +172,17 @@ func Decide(in Input) Plan {
 			continue
 		}
 		c := Change{Ref: ref, Keys: keys, Old: old.Sum(), New: cur.Sum()}
-		if cfg.OptedOut {
+		if verdict == Ignore {
 			p.Ignored = append(p.Ignored, c)
 		} else {
 			p.Changes = append(p.Changes, c)
 		}
+	}
+	if !anyUsed { // opted out, or uses nothing
+		if in.Recorded != nil {
+			return Plan{Action: Forget}
+		}
+		return Plan{Action: None}
 	}
 	byRef := func(a, b Change) int { return strings.Compare(a.Ref.ID(), b.Ref.ID()) }
 	slices.SortFunc(p.Changes, byRef)

@@ -53,9 +53,18 @@ func present(kv ...string) plan.Config {
 	return plan.Config{Present: true, Keys: entry(kv...).Keys}
 }
 
+// optOut is the opt-out annotation of the rules the tests decide with.
+const optOut = "require-restart"
+
+// rules are the rules every Input is decided with.
+var rules = plan.NewChain(plan.Options{OptOutAnnotation: optOut})
+
+// optedOutAnnotations are the annotations of an object that opted out.
+var optedOutAnnotations = map[string]string{optOut: "false"}
+
 func optedOut(kv ...string) plan.Config {
 	c := present(kv...)
-	c.OptedOut = true
+	c.Annotations = optedOutAnnotations
 	return c
 }
 
@@ -176,19 +185,19 @@ func TestDecide(t *testing.T) {
 		{
 			name: "workload opted out, record present: forget, whatever changed",
 			in: plan.Input{
-				OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")},
+				Annotations: optedOutAnnotations, Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")},
 				Configs: map[string]plan.Config{cmA: present("k", "2")},
 			},
 			want: plan.Plan{Action: plan.Forget},
 		},
 		{
 			name: "workload opted out, empty record present: forget",
-			in:   plan.Input{OptedOut: true, Recorded: plan.Record{}},
+			in:   plan.Input{Annotations: optedOutAnnotations, Recorded: plan.Record{}},
 			want: plan.Plan{Action: plan.Forget},
 		},
 		{
 			name: "workload opted out, record absent: none",
-			in:   plan.Input{OptedOut: true, Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: present("k", "2")}},
+			in:   plan.Input{Annotations: optedOutAnnotations, Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: present("k", "2")}},
 			want: plan.Plan{Action: plan.None},
 		},
 		{
@@ -363,7 +372,9 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan.Decide(tt.in)
+			in := tt.in
+			in.Rules = rules
+			got := plan.Decide(in)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Decide() mismatch (-want +got):\n%s", diff)
 			}
@@ -406,7 +417,7 @@ func TestDecideHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var annotation *string
 			for i, s := range tt.steps {
-				in := plan.Input{Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: s.cfg}, RestartOnCreate: tt.restartOnCreate}
+				in := plan.Input{Rules: rules, Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: s.cfg}, RestartOnCreate: tt.restartOnCreate}
 				if annotation != nil {
 					r, err := plan.ParseRecord(*annotation)
 					if err != nil {

@@ -9,7 +9,6 @@ import (
 	stdhash "hash"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -149,21 +148,4 @@ func (e *Entry) keys() map[string]string {
 func shortSum(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:16]
-}
-
-// OptedOut reads the opt-out annotation from an object's annotations: the
-// value "false" (or anything else strconv.ParseBool reads as false) opts the
-// object out. A value that is not a boolean is reported and does not opt out,
-// so that a typo never silently stops restarts. The error does not quote the
-// value: on a Secret, it could be anything.
-func OptedOut(annotations map[string]string, key string) (bool, error) {
-	v, ok := annotations[key]
-	if !ok {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("annotation %s is neither true nor false; treating it as true", key)
-	}
-	return !b, nil
 }

@@ -3,7 +3,6 @@ package plan_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -181,51 +180,5 @@ func TestEntrySum(t *testing.T) {
 	}
 	if entry("k", "1").Sum() == entry("k", "2").Sum() {
 		t.Error("entries with different hashes have the same Sum")
-	}
-}
-
-func TestOptedOut(t *testing.T) {
-	const key = "require-restart"
-	tests := []struct {
-		name        string
-		annotations map[string]string
-		want        bool
-		wantErr     bool
-	}{
-		{"nil annotations", nil, false, false},
-		{"absent", map[string]string{"other": "false"}, false, false},
-		{"false", map[string]string{key: "false"}, true, false},
-		{"False", map[string]string{key: "False"}, true, false},
-		{"FALSE", map[string]string{key: "FALSE"}, true, false},
-		{"0", map[string]string{key: "0"}, true, false},
-		{"f", map[string]string{key: "f"}, true, false},
-		{"true", map[string]string{key: "true"}, false, false},
-		{"True", map[string]string{key: "True"}, false, false},
-		{"1", map[string]string{key: "1"}, false, false},
-		{"garbage", map[string]string{key: "hunter2"}, false, true},
-		{"empty", map[string]string{key: ""}, false, true},
-		{"padded", map[string]string{key: " false"}, false, true},
-		{"no", map[string]string{key: "no"}, false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := plan.OptedOut(tt.annotations, key)
-			if got != tt.want {
-				t.Errorf("OptedOut(%v) = %v, want %v", tt.annotations, got, tt.want)
-			}
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("OptedOut(%v) error = %v, want error: %v", tt.annotations, err, tt.wantErr)
-			}
-			if err == nil {
-				return
-			}
-			if !strings.Contains(err.Error(), key) {
-				t.Errorf("error %q does not name the annotation %s", err, key)
-			}
-			// On a Secret the value could be anything: it is not quoted.
-			if v := tt.annotations[key]; strings.Contains(err.Error(), strconv.Quote(v)) {
-				t.Errorf("error %q quotes the annotation value", err)
-			}
-		})
 	}
 }

@@ -1,7 +1,8 @@
 package plan
 
 // Reasons a detected change restarts nothing, as reported in logs and in the
-// reason label of watcher_skipped_changes_total.
+// reason label of watcher_skipped_changes_total. SkipWorkloadOptedOut and
+// SkipConfigOptedOut are the names of the rules of NewChain.
 const (
 	SkipMetadataOnly     = "metadata-only"      // labels or annotations changed, data did not
 	SkipUnusedKeys       = "unused-keys"        // the workload reads none of the changed keys
@@ -12,26 +13,32 @@ const (
 	SkipOnDelete         = "on-delete"          // template updated, but the pods roll only when deleted
 )
 
-// SkipReason tells why p, decided for a user of a changed object, restarts
-// nothing, or "" when it restarts. It reads the plan Decide made, so the
-// reasons reported can never disagree with the decision:
+// SkipReason tells why p, decided from in for a user of a changed object,
+// restarts nothing, or "" when it restarts. It reads the plan Decide made and
+// the verdicts of in.Rules, so the reasons reported can never disagree with
+// the decision, and a new rule brings its own reason, its name:
 //
 //	plan                                  reason
-//	workload opted out (Forget or None)   workload-opted-out
 //	Restart                               ""
+//	a reference dropped by a rule         the rule's name (workload-opted-out)
 //	a required key missing                missing-key
-//	only opted-out objects changed        config-opted-out
+//	a change ignored by a rule            the rule's name (config-opted-out)
 //	anything else                         unused-keys
 func (p Plan) SkipReason(in Input) string {
-	switch {
-	case in.OptedOut:
-		return SkipWorkloadOptedOut
-	case p.Action == Restart:
+	if p.Action == Restart {
 		return ""
+	}
+	for _, ref := range in.Refs {
+		if verdict, rule := in.Rules.Evaluate(in, ref); verdict == Drop {
+			return rule
+		}
+	}
+	switch {
 	case len(p.Missing) > 0:
 		return SkipMissingKey
 	case len(p.Ignored) > 0:
-		return SkipConfigOptedOut
+		_, rule := in.Rules.Evaluate(in, p.Ignored[0].Ref)
+		return rule
 	default:
 		return SkipUnusedKeys
 	}

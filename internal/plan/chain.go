@@ -1,0 +1,111 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+)
+
+// Verdict is what a rule says of one reference of a workload.
+type Verdict int
+
+// The verdicts. Count is the zero value: a reference no rule matches counts.
+const (
+	// Count: the reference's changes restart the workload, whatever later
+	// rules would say.
+	Count Verdict = iota
+	// Ignore: its changes are recorded silently; they restart nothing and
+	// are listed in Plan.Ignored.
+	Ignore
+	// Drop: the reference is left out, as if the pod template did not use
+	// it: neither compared nor recorded. A workload whose every reference
+	// is dropped is treated as one that uses nothing: its record is removed.
+	Drop
+)
+
+var verdictNames = [...]string{"count", "ignore", "drop"}
+
+func (v Verdict) String() string { return verdictNames[v] }
+
+// Rule is one link of a Chain.
+type Rule struct {
+	// Name says why a reference did not count, in logs and in the reason
+	// label of watcher_skipped_changes_total (see Plan.SkipReason).
+	Name string
+	// Verdict is what the rule says of a reference it matches.
+	Verdict Verdict
+	// Match tells whether the rule applies to ref, one of in.Refs, whose
+	// object is cfg (the zero Config when it does not exist).
+	Match func(in Input, ref refs.Ref, cfg Config) bool
+}
+
+// Chain is an ordered list of rules deciding, for a workload and each of its
+// references, whether the reference's changes count. The first rule that
+// matches decides; later rules are not asked. Decide runs the chain before
+// it compares anything; a required key missing, and the comparison itself,
+// are Decide's own.
+type Chain []Rule
+
+// Evaluate returns the verdict of the first rule of c that matches ref, one
+// of in.Refs, and that rule's name; Count and "" when none does.
+func (c Chain) Evaluate(in Input, ref refs.Ref) (Verdict, string) {
+	cfg := in.Configs[ref.ID()]
+	for _, r := range c {
+		if r.Match(in, ref, cfg) {
+			return r.Verdict, r.Name
+		}
+	}
+	return Count, ""
+}
+
+// Options are the settings the chain is built from.
+type Options struct {
+	// OptOutAnnotation is the key of the annotation by which a workload, a
+	// ConfigMap or a Secret opts out, with the value "false" (see OptedOut).
+	OptOutAnnotation string
+}
+
+// NewChain returns watcher's rules, in the order they are asked:
+//
+//	rule                 verdict  matches when
+//	workload-opted-out   drop     the workload's OptOutAnnotation is false
+//	config-opted-out     ignore   the object's OptOutAnnotation is false
+//
+// A reference no rule matches counts. A malformed annotation matches nothing
+// (OptedOut says why, for the caller to report).
+func NewChain(o Options) Chain {
+	return Chain{
+		{SkipWorkloadOptedOut, Drop, o.workloadOptedOut},
+		{SkipConfigOptedOut, Ignore, o.configOptedOut},
+	}
+}
+
+// workloadOptedOut: a workload that opts out is never restarted.
+func (o Options) workloadOptedOut(in Input, _ refs.Ref, _ Config) bool {
+	out, _ := OptedOut(in.Annotations, o.OptOutAnnotation)
+	return out
+}
+
+// configOptedOut: an object that opts out restarts nothing when it changes.
+func (o Options) configOptedOut(_ Input, _ refs.Ref, cfg Config) bool {
+	out, _ := OptedOut(cfg.Annotations, o.OptOutAnnotation)
+	return out
+}
+
+// OptedOut reads the opt-out annotation from an object's annotations: the
+// value "false" (or anything else strconv.ParseBool reads as false) opts the
+// object out. A value that is not a boolean is reported and does not opt out,
+// so that a typo never silently stops restarts. The error does not quote the
+// value: on a Secret, it could be anything.
+func OptedOut(annotations map[string]string, key string) (bool, error) {
+	v, ok := annotations[key]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("annotation %s is neither true nor false; treating it as true", key)
+	}
+	return !b, nil
+}
