@@ -83,7 +83,11 @@ const (
 func (r *Reconciler) missing(ctx context.Context, key workload.Key, obj client.Object, ms []plan.Missing) {
 	var note []string
 	for _, m := range ms {
-		note = append(note, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
+		if m.Keys == nil {
+			note = append(note, fmt.Sprintf("%s %s is gone", m.Ref.Kind, m.Ref.Name))
+		} else {
+			note = append(note, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
+		}
 		ctrl.LoggerFrom(ctx).Info("Not restarting: a key the pods need is missing", "source", describe(key.Namespace, m.Ref), "keys", m.Keys, "reason", plan.SkipMissingKey)
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonMissingKey, "Restart", "%s",

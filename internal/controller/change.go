@@ -27,14 +27,19 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if obj == nil {
+	if obj == nil && !r.Config.ReloadOnDelete {
 		log.V(1).Info("Changed, then deleted; nothing to do")
 		return reconcile.Result{}, nil
 	}
 	// The lock names this version of this object: its UID tells it from an
 	// object of the same name deleted and created again, or from the same
-	// resourceVersion after an etcd restore.
-	id := req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
+	// resourceVersion after an etcd restore. A deletion has no version
+	// left: it is never marked done (see below), so that the deletion of
+	// the object created again later is not taken for this one.
+	id := req.Kind + "/" + req.Namespace + "/" + req.Name + "@deleted"
+	if obj != nil {
+		id = req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
+	}
 	held, outcome, err := r.Config.Locker.Acquire(ctx, id)
 	switch {
 	case err != nil:
@@ -56,7 +61,10 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 	// Release even when ctx was cancelled (watcher is stopping): another
 	// replica then takes the change at once rather than after the lock's
 	// TTL. The locker bounds the call itself.
-	if rerr := held.Release(context.WithoutCancel(ctx), err == nil); rerr != nil {
+	// A deletion is released without its done marker: another replica
+	// may handle it again, and finds its users up to date (processing is
+	// level-triggered and idempotent).
+	if rerr := held.Release(context.WithoutCancel(ctx), err == nil && obj != nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()
 		log.Error(rerr, "Cannot release the lock of the change", "change", id)
 	}

@@ -63,10 +63,16 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 	h.debounce.Add(h.request(e.ObjectNew), q)
 }
 
-// delete restarts nothing: running pods keep the content they have, and new
-// pods would fail to start without the object. Workloads keep their record,
-// so recreating the object with the same content restarts nothing either.
-func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
+// delete restarts nothing unless ReloadOnDelete: running pods keep the
+// content they have, and new pods may fail to start without the object.
+// Workloads keep their record, so recreating the object with the same
+// content restarts nothing either. With ReloadOnDelete the users are
+// reconciled, and plan.Decide restarts those that can start without it.
+func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+	if h.cfg.ReloadOnDelete {
+		h.debounce.Add(h.request(e.Object), q)
+		return
+	}
 	metrics.Skipped.WithLabelValues(plan.SkipConfigDeleted).Inc()
 	h.log.V(1).Info("Deleted; workloads using it keep running", "object", h.request(e.Object).String(), "reason", plan.SkipConfigDeleted)
 }

@@ -160,6 +160,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,
+		ReloadOnDelete:  r.Config.ReloadOnDelete,
 	}
 	r.checkAnnotations(ctx, obj)
 	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {

@@ -70,8 +70,8 @@ func (r Request) String() string { return r.Kind + " " + r.Namespace + "/" + r.N
 type Config struct {
 	// Annotation is the opt-out annotation key.
 	Annotation string
-	// RestartOnCreate: see plan.Input.
-	RestartOnCreate bool
+	// RestartOnCreate and ReloadOnDelete: see plan.Input.
+	RestartOnCreate, ReloadOnDelete bool
 	// Coalesce is the quiet time after which a changed object is handled,
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.

@@ -44,6 +44,9 @@ type Options struct {
 	// RestartOnCreate restarts a workload when an object it uses, and that
 	// did not exist, is created.
 	RestartOnCreate bool
+	// ReloadOnDelete restarts a workload when an object it uses is deleted,
+	// if its pods can start without it.
+	ReloadOnDelete bool
 	// Coalesce is how long a changed object must stay quiet before its
 	// users are handled, so that a burst of changes restarts them once;
 	// CoalesceMax bounds the wait under a never-ending stream of changes.
@@ -190,8 +193,12 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
-	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
-	fs.Lookup("restart-on-create").NoOptDefVal = "true" // --restart-on-create alone means true
+	bind(boolean{&o.RestartOnCreate}, "reload-on-create", "RELOAD_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
+	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "the same as --reload-on-create (RELOAD_ON_CREATE), its former name")
+	bind(boolean{&o.ReloadOnDelete}, "reload-on-delete", "RELOAD_ON_DELETE", "also restart when a ConfigMap or Secret a workload uses is deleted, if its pods can start without it")
+	for _, name := range []string{"reload-on-create", "restart-on-create", "reload-on-delete"} {
+		fs.Lookup(name).NoOptDefVal = "true" // --reload-on-create alone means true
+	}
 	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")

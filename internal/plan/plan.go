@@ -18,7 +18,11 @@
 //	present, a required    anything                  kept as is   no, and no restart at all:
 //	  key missing                                                 reported in Missing
 //	missing                no entry                  nil          no
-//	missing                anything                  kept as is   no: deletion never restarts
+//	missing                anything                  kept as is   no: deletion never restarts,
+//	                                                              unless ReloadOnDelete:
+//	missing, ReloadOnDelete, optional  hashes        nil          yes: every key it had
+//	missing, ReloadOnDelete, required  hashes        kept as is   no, and no restart at all:
+//	                                                              reported in Missing
 //	dropped by a rule      anything                  nothing      no
 //
 // A key is compared only when the record says the pods read it, and the pod
@@ -49,6 +53,7 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -80,6 +85,10 @@ type Input struct {
 	// RestartOnCreate makes the creation of a referenced object that did
 	// not exist a change.
 	RestartOnCreate bool
+	// ReloadOnDelete makes the deletion of a referenced object a change,
+	// when pods can start without it (Ref.Optional); otherwise it holds
+	// every restart, like a missing required key.
+	ReloadOnDelete bool
 }
 
 // Action is what the caller must do.
@@ -115,7 +124,8 @@ type Change struct {
 
 // Missing is a referenced object that lacks keys the pods need.
 type Missing struct {
-	Ref  refs.Ref
+	Ref refs.Ref
+	// Keys are the missing keys; nil when the object itself is gone.
 	Keys []string
 }
 
@@ -151,6 +161,9 @@ func Decide(in Input) Plan {
 		old, known := in.Recorded[id]
 		if !cfg.Present {
 			next[id] = old // nil when unknown: "did not exist"
+			if in.ReloadOnDelete && old != nil {
+				p.deleted(ref, old, next)
+			}
 			continue
 		}
 		anyPresent = true
@@ -207,6 +220,17 @@ func Decide(in Input) Plan {
 		}
 	}
 	return p
+}
+
+// deleted takes the deletion of the object of ref, recorded as old, as a
+// change when pods can start without the object, and as missing otherwise.
+func (p *Plan) deleted(ref refs.Ref, old *Entry, next Record) {
+	if !ref.Optional {
+		p.Missing = append(p.Missing, Missing{Ref: ref})
+		return
+	}
+	next[ref.ID()] = nil
+	p.Changes = append(p.Changes, Change{Ref: ref, Keys: slices.Sorted(maps.Keys(old.Keys)), Old: old.Sum(), New: (*Entry)(nil).Sum()})
 }
 
 // missingKeys returns the keys ref requires that keys lacks.

@@ -22,6 +22,14 @@ func cm(name string, keys ...string) refs.Ref {
 
 func cmAll(name string) refs.Ref { return refs.Ref{Kind: refs.ConfigMap, Name: name, AllKeys: true} }
 
+// optionalAll is a reference reading every key of ConfigMap name that pods
+// can start without (envFrom or a volume marked optional).
+func optionalAll(name string) refs.Ref {
+	r := cmAll(name)
+	r.Optional = true
+	return r
+}
+
 func secAll(name string) refs.Ref { return refs.Ref{Kind: refs.Secret, Name: name, AllKeys: true} }
 
 // entry builds the Entry of a reference that reads some keys, from key,

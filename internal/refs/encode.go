@@ -19,7 +19,8 @@ const upperHex = "0123456789ABCDEF"
 // An entry is the kind, "/", the name, ":", then "*" when the pod reads
 // every key, else the keys it reads separated by ",", each required key (see
 // Ref.Required) marked with a leading "!". A key of Required that is not in
-// Keys is not written.
+// Keys is not written. An optional object (Ref.Optional) is marked with a
+// leading "?" before its kind.
 //
 // The API server checks little more than that the names and keys a pod spec
 // refers to are not empty, so they may hold any character. The bytes that
@@ -33,6 +34,9 @@ func Encode(rs []Ref) string {
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteByte(';')
+		}
+		if r.Optional {
+			b.WriteByte('?')
 		}
 		b.WriteString(string(r.Kind))
 		b.WriteByte('/')
@@ -94,8 +98,9 @@ func Decode(s string) ([]Ref, error) {
 	return out, nil
 }
 
-// decodeRef reads one entry: kind/name:keys.
+// decodeRef reads one entry: [?]kind/name:keys.
 func decodeRef(entry string) (Ref, error) {
+	entry, optional := strings.CutPrefix(entry, "?")
 	kind, rest, ok := strings.Cut(entry, "/")
 	if !ok || (Kind(kind) != ConfigMap && Kind(kind) != Secret) {
 		return Ref{}, errors.New("no known kind")
@@ -104,7 +109,7 @@ func decodeRef(entry string) (Ref, error) {
 	if !ok {
 		return Ref{}, errors.New("no keys")
 	}
-	r := Ref{Kind: ConfigMap, AllKeys: keys == "*"}
+	r := Ref{Kind: ConfigMap, AllKeys: keys == "*", Optional: optional}
 	if Kind(kind) == Secret {
 		r.Kind = Secret
 	}

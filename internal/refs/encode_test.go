@@ -164,9 +164,10 @@ func FuzzEncodeDecode(f *testing.F) {
 
 // fuzzRefs builds two references from fuzzed values: name with keys (all
 // keys when flags has bit 1), of the kind bit 0 says, key i required when
-// flags has bit 2+i, and a Secret named after the first key.
+// flags has bit 2+i, optional when flags has bit 7, and a Secret named
+// after the first key.
 func fuzzRefs(name string, keys []string, flags uint8) []refs.Ref {
-	r := refs.Ref{Kind: refs.ConfigMap, Name: name}
+	r := refs.Ref{Kind: refs.ConfigMap, Name: name, Optional: flags&128 != 0}
 	if flags&1 != 0 {
 		r.Kind = refs.Secret
 	}

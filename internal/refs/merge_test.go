@@ -24,6 +24,10 @@ func TestMerge(t *testing.T) {
 		{"keys united, required if any requires", [][]refs.Ref{{keys("a", []string{"k", "l"}, "k")}, {keys("a", []string{"l", "m"}, "l")}},
 			[]refs.Ref{keys("a", []string{"k", "l", "m"}, "k", "l")}},
 		{"whole wins", [][]refs.Ref{{keys("a", []string{"k"}, "k")}, {whole("a")}}, []refs.Ref{whole("a")}},
+		{"optional only when every list says so", [][]refs.Ref{{{Kind: refs.ConfigMap, Name: "a", AllKeys: true, Optional: true}}, {keys("a", []string{"k"}, "k")}},
+			[]refs.Ref{whole("a")}},
+		{"optional in every list: optional", [][]refs.Ref{{{Kind: refs.ConfigMap, Name: "a", AllKeys: true, Optional: true}}, {{Kind: refs.ConfigMap, Name: "a", Keys: []string{"k"}, Optional: true}}},
+			[]refs.Ref{{Kind: refs.ConfigMap, Name: "a", AllKeys: true, Optional: true}}},
 		{"kinds apart, sorted", [][]refs.Ref{{sec}, {whole("b"), whole("a")}}, []refs.Ref{whole("a"), whole("b"), sec}},
 	}
 	for _, tt := range tests {

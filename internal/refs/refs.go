@@ -55,6 +55,9 @@ type Ref struct {
 	// optional names (see the package comment): if one disappears, new pods
 	// cannot start. Sorted; empty when AllKeys.
 	Required []string
+	// Optional is true when every reference to the object is optional:
+	// pods start without it.
+	Optional bool
 }
 
 // ID returns "Kind/name", the form used in records and messages.
@@ -96,6 +99,8 @@ func FromPodSpec(spec *corev1.PodSpec) []Ref {
 type usage struct {
 	all  bool
 	keys map[string]bool
+	// needed is true when some reference to the object is not optional.
+	needed bool
 }
 
 type object struct {
@@ -117,11 +122,12 @@ func (c collector) add(kind Kind, name string, optional *bool, keys ...string) {
 		u = &usage{keys: map[string]bool{}}
 		c[id] = u
 	}
+	required := optional == nil || !*optional
+	u.needed = u.needed || required
 	if len(keys) == 0 {
 		u.all = true
 		return
 	}
-	required := optional == nil || !*optional
 	for _, k := range keys {
 		u.keys[k] = u.keys[k] || required
 	}
@@ -180,7 +186,7 @@ func itemKeys(items []corev1.KeyToPath) []string {
 func (c collector) refs() []Ref {
 	out := make([]Ref, 0, len(c))
 	for id, u := range c {
-		r := Ref{Kind: id.kind, Name: id.name, AllKeys: u.all}
+		r := Ref{Kind: id.kind, Name: id.name, AllKeys: u.all, Optional: !u.needed}
 		if !u.all {
 			for k := range u.keys {
 				r.Keys = append(r.Keys, k)

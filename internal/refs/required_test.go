@@ -16,6 +16,12 @@ func req(r refs.Ref, keys ...string) refs.Ref {
 	return r
 }
 
+// opt returns r marked optional: every reference to it is.
+func opt(r refs.Ref) refs.Ref {
+	r.Optional = true
+	return r
+}
+
 // optEnv sets the optional field of the key reference of e.
 func optEnv(e corev1.EnvVar, optional *bool) corev1.EnvVar {
 	if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
@@ -60,22 +66,22 @@ func TestRequired(t *testing.T) {
 		// of optional.
 		{"configMapKeyRef, optional unset", containers(env(optEnv(envCM("a", "k"), unset))), []refs.Ref{req(cm("a", "k"), "k")}},
 		{"configMapKeyRef, optional false", containers(env(optEnv(envCM("a", "k"), no))), []refs.Ref{req(cm("a", "k"), "k")}},
-		{"configMapKeyRef, optional true", containers(env(optEnv(envCM("a", "k"), yes))), []refs.Ref{cm("a", "k")}},
+		{"configMapKeyRef, optional true", containers(env(optEnv(envCM("a", "k"), yes))), []refs.Ref{opt(cm("a", "k"))}},
 		{"secretKeyRef, optional unset", containers(env(optEnv(envSecret("a", "k"), unset))), []refs.Ref{req(sec("a", "k"), "k")}},
 		{"secretKeyRef, optional false", containers(env(optEnv(envSecret("a", "k"), no))), []refs.Ref{req(sec("a", "k"), "k")}},
-		{"secretKeyRef, optional true", containers(env(optEnv(envSecret("a", "k"), yes))), []refs.Ref{sec("a", "k")}},
+		{"secretKeyRef, optional true", containers(env(optEnv(envSecret("a", "k"), yes))), []refs.Ref{opt(sec("a", "k"))}},
 		{"configMap volume items, optional unset", volumes(optVol(volCM("a", "x", "y"), unset)), []refs.Ref{req(cm("a", "x", "y"), "x", "y")}},
 		{"configMap volume items, optional false", volumes(optVol(volCM("a", "x", "y"), no)), []refs.Ref{req(cm("a", "x", "y"), "x", "y")}},
-		{"configMap volume items, optional true", volumes(optVol(volCM("a", "x", "y"), yes)), []refs.Ref{cm("a", "x", "y")}},
+		{"configMap volume items, optional true", volumes(optVol(volCM("a", "x", "y"), yes)), []refs.Ref{opt(cm("a", "x", "y"))}},
 		{"secret volume items, optional unset", volumes(optVol(volSecret("a", "x"), unset)), []refs.Ref{req(sec("a", "x"), "x")}},
 		{"secret volume items, optional false", volumes(optVol(volSecret("a", "x"), no)), []refs.Ref{req(sec("a", "x"), "x")}},
-		{"secret volume items, optional true", volumes(optVol(volSecret("a", "x"), yes)), []refs.Ref{sec("a", "x")}},
+		{"secret volume items, optional true", volumes(optVol(volSecret("a", "x"), yes)), []refs.Ref{opt(sec("a", "x"))}},
 		{"projected configMap items, optional unset", volumes(projected(optProj(projCM("a", "x"), unset))), []refs.Ref{req(cm("a", "x"), "x")}},
 		{"projected configMap items, optional false", volumes(projected(optProj(projCM("a", "x"), no))), []refs.Ref{req(cm("a", "x"), "x")}},
-		{"projected configMap items, optional true", volumes(projected(optProj(projCM("a", "x"), yes))), []refs.Ref{cm("a", "x")}},
+		{"projected configMap items, optional true", volumes(projected(optProj(projCM("a", "x"), yes))), []refs.Ref{opt(cm("a", "x"))}},
 		{"projected secret items, optional unset", volumes(projected(optProj(projSecret("a", "x"), unset))), []refs.Ref{req(sec("a", "x"), "x")}},
 		{"projected secret items, optional false", volumes(projected(optProj(projSecret("a", "x"), no))), []refs.Ref{req(sec("a", "x"), "x")}},
-		{"projected secret items, optional true", volumes(projected(optProj(projSecret("a", "x"), yes))), []refs.Ref{sec("a", "x")}},
+		{"projected secret items, optional true", volumes(projected(optProj(projSecret("a", "x"), yes))), []refs.Ref{opt(sec("a", "x"))}},
 		{"projected: each source its own optional", volumes(projected(optProj(projCM("a", "x"), yes), optProj(projCM("a", "y"), no))), []refs.Ref{req(cm("a", "x", "y"), "y")}},
 		{"envFrom, not optional: no key named", containers(envFrom(fromCM("a"), fromSecret("b"))), []refs.Ref{cmAll("a"), secAll("b")}},
 		{"whole volume, not optional: no key named", volumes(optVol(volSecret("a"), no), projected(projCM("b"))), []refs.Ref{cmAll("b"), secAll("a")}},
@@ -95,7 +101,8 @@ func TestRequired(t *testing.T) {
 		},
 		{"required keyRef then envFrom: all keys, none required", containers(corev1.Container{Env: []corev1.EnvVar{envCM("a", "k")}, EnvFrom: []corev1.EnvFromSource{fromCM("a")}}), []refs.Ref{cmAll("a")}},
 		{"required items then optional whole volume: all keys, none required", volumes(volCM("a", "k"), optVol(volCM("a"), yes)), []refs.Ref{cmAll("a")}},
-		{"ConfigMap and Secret of one name apart", containers(env(envCM("x", "k"), optEnv(envSecret("x", "k"), yes))), []refs.Ref{req(cm("x", "k"), "k"), sec("x", "k")}},
+		{"ConfigMap and Secret of one name apart", containers(env(envCM("x", "k"), optEnv(envSecret("x", "k"), yes))), []refs.Ref{req(cm("x", "k"), "k"), opt(sec("x", "k"))}},
+		{"optional envFrom and optional volume: optional", containers(corev1.Container{EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, Optional: yes}}}}), []refs.Ref{opt(cmAll("a"))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -341,3 +341,35 @@ func TestRefusedWriteIsNotRetried(t *testing.T) {
 	// Once at adoption, once for the change: never retried with backoff.
 	NewWithT(t).Expect(len(w.logs.Lines("not retrying", ns+"/full"))).To(BeNumerically("<=", 2), "refused writes:\n%s", strings.Join(w.logs.Lines("not retrying"), "\n"))
 }
+
+// TestReloadOnDelete: with --reload-on-delete, deleting a ConfigMap restarts
+// the workloads that can start without it (an optional envFrom), and only
+// those: a workload that needs it is not restarted (its new pods could not
+// start) and a Warning Event says so.
+func TestReloadOnDelete(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	optSpec := envFrom("cfg", "")
+	optSpec.Containers[0].EnvFrom[0].ConfigMapRef.Optional = ptr.To(true)
+	opt := track(t, deployment(ns, "opt", optSpec))
+	need := track(t, deployment(ns, "need", envFrom("cfg", "")))
+	startWatcher(t, ns, func(o *options.Options) { o.ReloadOnDelete = true })
+	waitAdopted(t, deployment(ns, "opt", corev1.PodSpec{}))
+	waitAdopted(t, deployment(ns, "need", corev1.PodSpec{}))
+
+	if err := k8s.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	waitRollouts(t, opt, 1)
+	NewWithT(t).Eventually(func() []string { return events(t, ns, "need", "MissingKey") }, wait).
+		Should(ContainElement(ContainSubstring("ConfigMap cfg is gone")))
+	stayRollouts(t, need, 0)
+	stayRollouts(t, opt, 1)
+
+	// Created again: the workload that needed it restarts only if the
+	// content differs from what it runs with.
+	create(t, configMap(ns, "cfg", map[string]string{"a": "2"}))
+	waitRollouts(t, need, 1)
+}
