@@ -377,6 +377,31 @@ func TestDecide(t *testing.T) {
 			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, RestartOnCreate: true},
 			want: plan.Plan{Action: plan.Adopt, Record: plan.Record{cmA: nil}},
 		},
+
+		// Deletion as a trigger (ReloadOnDelete).
+		{
+			name: "deleted, ReloadOnDelete, optional reference: restart, recorded as gone",
+			in:   plan.Input{Refs: []refs.Ref{optionalAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: missing}, ReloadOnDelete: true},
+			want: plan.Plan{
+				Action: plan.Restart, Record: plan.Record{cmA: nil},
+				Changes: []plan.Change{change(optionalAll("a"), []string{"k"}, all("k", "1"), nil)},
+			},
+		},
+		{
+			name: "deleted, ReloadOnDelete, required reference: nothing restarts, reported",
+			in:   plan.Input{Refs: []refs.Ref{cmAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: missing}, ReloadOnDelete: true},
+			want: plan.Plan{Action: plan.None, Missing: []plan.Missing{{Ref: cmAll("a")}}},
+		},
+		{
+			name: "deleted, no ReloadOnDelete, optional reference: deletion never restarts",
+			in:   plan.Input{Refs: []refs.Ref{optionalAll("a")}, Recorded: plan.Record{cmA: all("k", "1")}, Configs: map[string]plan.Config{cmA: missing}},
+			want: plan.Plan{Action: plan.None},
+		},
+		{
+			name: "never existed, ReloadOnDelete: nothing to do",
+			in:   plan.Input{Refs: []refs.Ref{optionalAll("a")}, Recorded: plan.Record{cmA: nil}, Configs: map[string]plan.Config{cmA: missing}, ReloadOnDelete: true},
+			want: plan.Plan{Action: plan.None},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
