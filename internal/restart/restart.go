@@ -87,9 +87,12 @@ func Names() []string {
 //	the name of a strategy (any case)    that strategy
 //	anything else                        def, and an error to report
 //
-// A value that names no strategy never stops a restart. The error does not
-// quote the value.
+// A nil def is Default. A value that names no strategy never stops a
+// restart. The error does not quote the value.
 func For(obj client.Object, def Strategy) (Strategy, error) {
+	if def == nil {
+		def = Default
+	}
 	v, ok := obj.GetAnnotations()[StrategyAnnotation]
 	if !ok {
 		return def, nil

@@ -168,6 +168,9 @@ func TestFor(t *testing.T) {
 			t.Errorf("error %q does not name the annotation", err)
 		}
 	}
+	if got, _ := restart.For(stored(nil), nil); got.Name() != restart.Default.Name() {
+		t.Errorf("with no default: got %s, want %s", got.Name(), restart.Default.Name())
+	}
 	// The default is the caller's.
 	if got, err := restart.For(stored(map[string]string{restart.StrategyAnnotation: "bad"}), restart.Env{}); got.Name() != "env" || err == nil {
 		t.Errorf("with default env: got %s, %v", got.Name(), err)
