@@ -33,12 +33,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
 	}
-	// An unknown strategy on the workload is reported whenever the
-	// workload is handled, like a malformed opt-out, and never blocks it.
-	strategy, err := restart.For(obj, r.Config.Strategy)
-	if err != nil {
-		r.invalidAnnotation(ctx, obj, err)
-	}
+	strategy := r.strategy(ctx, obj)
 	if p.Action == plan.None {
 		return nil
 	}
@@ -76,6 +71,17 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
 	}
 	return nil
+}
+
+// strategy returns the restart strategy of obj. An unknown one on the
+// workload is reported whenever the workload is handled, like a malformed
+// opt-out, and never blocks it: the default is used.
+func (r *Reconciler) strategy(ctx context.Context, obj client.Object) restart.Strategy {
+	s, err := restart.For(obj, r.Config.Strategy)
+	if err != nil {
+		r.invalidAnnotation(ctx, obj, err)
+	}
+	return s
 }
 
 // Event reasons.

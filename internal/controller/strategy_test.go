@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/restart"
@@ -90,8 +89,7 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 	}
 	apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy()).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: apiServer, Recorder: recorder,
-		Config: Config{Hasher: hash.NewHasher([]byte("0123456789abcdef0123")), Strategy: restart.Env{}}}
+	r := &Reconciler{Client: apiServer, Recorder: recorder, Config: Config{Strategy: restart.Env{}}}
 	errors := metrics.Errors.WithLabelValues("annotation")
 	before := testutil.ToFloat64(errors)
 
@@ -100,7 +98,8 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := plan.Record{"ConfigMap/cfg": nil}
-	if err := r.apply(context.Background(), workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}, obj, plan.Plan{Action: plan.Restart, Record: rec}); err != nil {
+	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj))
+	if err := apiServer.Patch(context.Background(), obj, client.RawPatch(pt, patch)); err != nil {
 		t.Fatal(err)
 	}
 
