@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -33,12 +34,14 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
 	}
+	strategy := r.strategy(ctx, obj)
 	if p.Action == plan.None {
 		return nil
 	}
 	onDelete := workload.OnDelete(obj) // before the patch replaces obj
 	kind, _ := workload.ByName(key.Kind)
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patchFor(obj, p, r.Config.Hasher.ID(), kind.Template))); err != nil {
+	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch)); err != nil {
 		return r.patchFailed(ctx, key, obj, err)
 	}
 	switch p.Action {
@@ -65,10 +68,21 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 			return nil
 		}
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
-		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID())
+		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
 	}
 	return nil
+}
+
+// strategy returns the restart strategy of obj. An unknown one on the
+// workload is reported whenever the workload is handled, like a malformed
+// opt-out, and never blocks it: the default is used.
+func (r *Reconciler) strategy(ctx context.Context, obj client.Object) restart.Strategy {
+	s, err := restart.For(obj, r.Config.Strategy)
+	if err != nil {
+		r.invalidAnnotation(ctx, obj, err)
+	}
+	return s
 }
 
 // Event reasons.
@@ -162,11 +176,13 @@ func describe(namespace string, ref refs.Ref) string {
 	return string(ref.Kind) + " " + namespace + "/" + ref.Name
 }
 
-// patchFor builds the JSON merge patch for p: the record and the ID of its
-// hash key on the workload's metadata, the restart annotation on its pod
-// template (at template, the kind's path) for a restart, and the
-// resourceVersion precondition.
-func patchFor(obj client.Object, p plan.Plan, hashKeyID string, template []string) []byte {
+// patchFor builds the one patch for p: the record and the ID of its hash
+// key on the workload's metadata, for a restart the strategy's change of the
+// pod template (where kind keeps it), and the resourceVersion precondition.
+// It is a JSON merge patch, unless the strategy's change needs another type
+// (a strategic merge patch for the env strategy): metadata merges alike in
+// both, a null removing an annotation.
+func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Kind, s restart.Strategy) (types.PatchType, []byte) {
 	var record, key any = nil, nil // Forget removes the annotations
 	if p.Action != plan.Forget {
 		record, key = p.Record.String(), hashKeyID
@@ -177,17 +193,14 @@ func patchFor(obj client.Object, p plan.Plan, hashKeyID string, template []strin
 			"annotations":     map[string]any{plan.RecordAnnotation: record, plan.HashKeyAnnotation: key},
 		},
 	}
+	patchType := types.MergePatchType
 	if p.Action == plan.Restart {
-		var at any = map[string]any{"metadata": map[string]any{
-			"annotations": map[string]string{plan.RestartAnnotation: p.Record.RestartID()},
-		}}
-		for i := len(template) - 1; i >= 0; i-- {
-			at = map[string]any{template[i]: at}
-		}
-		for k, v := range at.(map[string]any) { // "spec", for every kind
+		var at map[string]any
+		patchType, at = restart.Patch(s, restart.Workload{Kind: kind, Object: obj, ID: p.Record.RestartID()})
+		for k, v := range at { // "spec", for every kind
 			patch[k] = v
 		}
 	}
 	b, _ := json.Marshal(patch) // maps of strings always marshal
-	return b
+	return patchType, b
 }

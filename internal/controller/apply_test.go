@@ -7,8 +7,11 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // TestNoteOf: Event notes always fit in the API server's limit, say how
@@ -62,8 +65,12 @@ func TestPatchFor(t *testing.T) {
 		{plan.Restart, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}`},
 	}
 	for _, tt := range tests {
-		if got := string(patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", []string{"spec", "template"})); got != tt.want {
+		pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", workload.Deployment, restart.Annotation{})
+		if got := string(patch); got != tt.want {
 			t.Errorf("%v:\n got %s\nwant %s", tt.action, got, tt.want)
+		}
+		if pt != types.MergePatchType {
+			t.Errorf("%v: patch type %s, want %s", tt.action, pt, types.MergePatchType)
 		}
 	}
 }
@@ -73,7 +80,8 @@ func TestPatchFor(t *testing.T) {
 func TestPatchForNestedTemplate(t *testing.T) {
 	rec := plan.Record{"ConfigMap/cfg": nil}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
-	got := string(patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", []string{"spec", "jobTemplate", "spec", "template"}))
+	_, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", cronJob, restart.Annotation{})
+	got := string(patch)
 	want := `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}}}`
 	if got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)

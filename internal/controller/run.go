@@ -23,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/store"
 )
 
@@ -52,6 +53,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	}
 	if c, ok := locker.(io.Closer); ok {
 		defer c.Close()
+	}
+	strategy, ok := restart.ByName(o.RestartStrategy)
+	if !ok {
+		return fmt.Errorf("unknown restart strategy %q", o.RestartStrategy)
 	}
 	lease := o.Lock == options.LockLease
 	metricsAddr, err := pickPort(o.MetricsAddr)
@@ -86,6 +91,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		CoalesceMax:        o.CoalesceMax,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
+		Strategy:           strategy,
 		Hasher:             hasher,
 		Key:                guard,
 		NeedLeaderElection: lease,
@@ -136,7 +142,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Hasher:                    h,
 		Log:                       log,
 		Refs:                      r.Refs,
-		WorkloadAnnotations:       []string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation},
+		WorkloadAnnotations:       []string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation},
 		ConfigAnnotations:         []string{o.Annotation},
 	})
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -80,6 +81,9 @@ type Config struct {
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
 	Workers int
+	// Strategy writes restarts, unless a workload's
+	// restart.StrategyAnnotation names another; nil: restart.Default.
+	Strategy restart.Strategy
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
 	// Hasher made the digests in the store; it digests objects read from
@@ -106,6 +110,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = resolve.New(resolve.Options{})
+	}
+	if cfg.Strategy == nil {
+		cfg.Strategy = restart.Default
 	}
 	if cfg.HeldRetry == 0 {
 		cfg.HeldRetry = time.Second

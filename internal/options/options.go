@@ -54,6 +54,10 @@ type Options struct {
 	CoalesceMax time.Duration
 	// Workers is the number of workloads handled in parallel.
 	Workers int
+	// RestartStrategy is how a restart is written (see package restart),
+	// one of RestartStrategies; a workload's annotation
+	// watcher.dev/restart-strategy overrides it.
+	RestartStrategy string
 
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
@@ -106,6 +110,10 @@ const (
 	LockNone  = "none"
 )
 
+// RestartStrategies are the values of --restart-strategy, the default
+// first: the names of package restart's strategies.
+var RestartStrategies = []string{"annotation", "env"}
+
 // Lease holds the leader-election settings.
 type Lease struct {
 	Name          string
@@ -143,6 +151,7 @@ func Defaults() *Options {
 		Coalesce:                  time.Second,
 		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
+		RestartStrategy:           RestartStrategies[0],
 		PrintInterval:             100 * time.Second,
 		MetricsAddr:               ":8080",
 		HealthAddr:                ":8081",
@@ -202,6 +211,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
+	bind(oneOf{&o.RestartStrategy, RestartStrategies}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
 
 	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)

@@ -9,8 +9,10 @@
 //	                    deletionTimestamp, and the annotations asked for
 //	workload (Workload) the above, and in place of its spec the ConfigMaps
 //	                    and Secrets its pod template uses, as
-//	                    workload.RefsAnnotation, and whether its pods roll
-//	                    only when deleted, as workload.OnDeleteAnnotation
+//	                    workload.RefsAnnotation, the names of its
+//	                    containers (for the env restart strategy), as
+//	                    restart.ContainersAnnotation, and whether its pods
+//	                    roll only when deleted, as workload.OnDeleteAnnotation
 //
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
@@ -23,12 +25,14 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -57,7 +61,8 @@ func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 // Workload returns a transform that replaces a Deployment, StatefulSet or
 // DaemonSet by a PartialObjectMetadata holding its trimmed metadata (Meta,
 // with the annotations in keep) and, in workload.RefsAnnotation, the
-// references of its pod template. Objects already transformed, and any other
+// references of its pod template and, in restart.ContainersAnnotation, the
+// names of its containers. Objects already transformed, and any other
 // object, pass through unchanged.
 //
 // The transform never fails: client-go would drop the object and retry it
@@ -85,7 +90,13 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		out.Annotations[workload.RefsAnnotation] = refs.Encode(podRefs(log, kind, w))
+		tmpl := podTemplate(log, kind, w)
+		var uses []refs.Ref
+		if tmpl != nil {
+			uses = refs.FromPodSpec(&tmpl.Spec)
+			out.Annotations[restart.ContainersAnnotation] = restart.EncodeContainers(restart.ContainersOf(&tmpl.Spec))
+		}
+		out.Annotations[workload.RefsAnnotation] = refs.Encode(uses)
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why
 		}
@@ -101,10 +112,10 @@ func objectMeta(w client.Object) metav1.ObjectMeta {
 	}
 }
 
-// podRefs returns the references of the pod template of w, a workload of
-// kind, read from the template itself: an object from the API server cannot
-// carry workload.RefsAnnotation. None if the template cannot be read.
-func podRefs(log logr.Logger, kind workload.Kind, w client.Object) []refs.Ref {
+// podTemplate returns the pod template of w, a workload of kind, read from
+// the object itself: an object from the API server cannot carry the cached
+// annotations. Nil if the template cannot be read.
+func podTemplate(log logr.Logger, kind workload.Kind, w client.Object) *corev1.PodTemplateSpec {
 	tmpl, err := kind.PodTemplate(w)
 	if err != nil {
 		key := workload.Key{Kind: kind.Name(), Namespace: w.GetNamespace(), Name: w.GetName()}
@@ -112,5 +123,5 @@ func podRefs(log logr.Logger, kind workload.Kind, w client.Object) []refs.Ref {
 		metrics.Errors.WithLabelValues(ErrorOperation).Inc()
 		return nil
 	}
-	return refs.FromPodSpec(&tmpl.Spec)
+	return tmpl
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -96,7 +97,7 @@ func TestWorkloadKeepsReferencesOnly(t *testing.T) {
 			want := &metav1.PartialObjectMetadata{
 				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name()},
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
-					Annotations: map[string]string{"keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs)}},
+					Annotations: map[string]string{"keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs), restart.ContainersAnnotation: "app;init,sidecar"}},
 			}
 			if diff := cmp.Diff(want, out); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
