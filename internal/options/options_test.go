@@ -103,6 +103,7 @@ var settings = []struct {
 	{"CONFIG_SELECTOR", "config-selector", "watch in (yes)", func(o *options.Options) { o.ConfigSelector = "watch in (yes)" }},
 	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},
 	{"RESTART_ON_CREATE", "restart-on-create", "True", func(o *options.Options) { o.RestartOnCreate = true }},
+	{"CRONJOB_TRIGGER", "cronjob-trigger", "true", func(o *options.Options) { o.CronJobTrigger = true }},
 	{"COALESCE", "coalesce", "1500ms", func(o *options.Options) { o.Coalesce = 1500 * time.Millisecond }},
 	{"COALESCE_MAX", "coalesce-max", "2m", func(o *options.Options) { o.CoalesceMax = 2 * time.Minute }},
 	{"WORKERS", "workers", "3", func(o *options.Options) { o.Workers = 3 }},
@@ -183,6 +184,22 @@ func TestParseEmptyLists(t *testing.T) {
 	}
 }
 
+// TestBareBooleanFlags: a boolean flag given alone means true.
+func TestBareBooleanFlags(t *testing.T) {
+	for flag, get := range map[string]func(*options.Options) bool{
+		"restart-on-create": func(o *options.Options) bool { return o.RestartOnCreate },
+		"cronjob-trigger":   func(o *options.Options) bool { return o.CronJobTrigger },
+	} {
+		got, err := options.Parse([]string{"--" + flag}, env(nil), io.Discard)
+		if err != nil {
+			t.Fatalf("--%s alone: %v", flag, err)
+		}
+		if !get(got) {
+			t.Errorf("--%s alone: false, want true", flag)
+		}
+	}
+}
+
 func TestParseLocalConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -251,6 +268,7 @@ func TestParseErrors(t *testing.T) {
 		{"COALESCE negative", "COALESCE", "-1s", []string{"COALESCE", "duration"}},
 		{"COALESCE seconds", "COALESCE", "5", []string{"COALESCE", "duration"}},
 		{"RESTART_ON_CREATE", "RESTART_ON_CREATE", "yes", []string{"RESTART_ON_CREATE", "True or False"}},
+		{"CRONJOB_TRIGGER", "CRONJOB_TRIGGER", "on", []string{"CRONJOB_TRIGGER", "True or False"}},
 		{"LOCAL_CONFIG", "LOCAL_CONFIG", "maybe", []string{"LOCAL_CONFIG", "True, False or empty"}},
 		{"WORKLOAD_SELECTOR", "WORKLOAD_SELECTOR", "app in (", []string{"WORKLOAD_SELECTOR", "--workload-selector", "label selector"}},
 		{"CONFIG_SELECTOR", "CONFIG_SELECTOR", "=x", []string{"CONFIG_SELECTOR", "--config-selector", "label selector"}},
