@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	err = Setup(mgr, st, Config{
 		Annotation:         o.Annotation,
 		RestartOnCreate:    o.RestartOnCreate,
+		CronJobTrigger:     o.CronJobTrigger,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CacheSyncTimeout:   o.CacheSyncTimeout,

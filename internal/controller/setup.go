@@ -71,6 +71,9 @@ type Config struct {
 	Annotation string
 	// RestartOnCreate: see plan.Input.
 	RestartOnCreate bool
+	// CronJobTrigger creates a Job from a CronJob just restarted (see
+	// trigger).
+	CronJobTrigger bool
 	// Coalesce is the quiet time after which a changed object is handled,
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
