@@ -81,11 +81,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	err = Setup(mgr, st, Config{
 		Annotation:         o.Annotation,
 		RestartOnCreate:    o.RestartOnCreate,
-		CronJobTrigger:     o.CronJobTrigger,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
+		CronJobTrigger:     o.CronJobTrigger,
 		Hasher:             hasher,
 		Key:                guard,
 		NeedLeaderElection: lease,

@@ -71,9 +71,6 @@ type Config struct {
 	Annotation string
 	// RestartOnCreate: see plan.Input.
 	RestartOnCreate bool
-	// CronJobTrigger creates a Job from a CronJob just restarted (see
-	// trigger).
-	CronJobTrigger bool
 	// Coalesce is the quiet time after which a changed object is handled,
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
@@ -82,6 +79,9 @@ type Config struct {
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
 	Workers int
+	// CronJobTrigger creates a Job from a CronJob just restarted (see
+	// trigger).
+	CronJobTrigger bool
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
 	// Hasher made the digests in the store; it digests objects read from
