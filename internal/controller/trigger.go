@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
-	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -34,13 +33,14 @@ const InstantiateAnnotation = "cronjob.kubernetes.io/instantiate"
 
 // trigger runs a CronJob just restarted for restartID at once, when
 // Config.CronJobTrigger is on: it creates a Job from the CronJob's new
-// template. Running Jobs are left alone, like the restart itself leaves them.
+// template. obj is the CronJob as the restart patch returned it. Running
+// Jobs are left alone, like the restart itself leaves them.
 //
 //	CronJob                                            what trigger does
 //	not a CronJob, or the trigger is off               nothing
 //	suspended                                          nothing: it is not to run
-//	template no longer restarted for restartID         nothing: a later restart
-//	                                                   changed it and runs it
+//	spec changed since the restart (generation moved)  nothing: the later
+//	                                                   restart runs it
 //	the Job of restartID exists (JobName)              nothing: success
 //	else                                               creates the Job, Normal
 //	                                                   Event JobCreated
@@ -69,8 +69,10 @@ func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.O
 		log.Info("CronJob suspended; not creating a Job")
 		return
 	}
-	if got := cj.Spec.JobTemplate.Spec.Template.Annotations[plan.RestartAnnotation]; got != restartID {
-		log.V(1).Info("CronJob template changed since the restart; not creating a Job", "restartedFor", got)
+	// The spec is the one the restart wrote while its generation is: this
+	// holds whatever the restart changed in the template.
+	if cj.Generation != obj.GetGeneration() {
+		log.V(1).Info("CronJob spec changed since the restart; not creating a Job", "generation", cj.Generation)
 		return
 	}
 	job := jobFrom(cj, restartID)
