@@ -75,13 +75,13 @@ type Config struct {
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
 	Coalesce, CoalesceMax time.Duration
+	// CronJobTrigger creates a Job from a CronJob just restarted (see
+	// trigger).
+	CronJobTrigger bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
 	Workers int
-	// CronJobTrigger creates a Job from a CronJob just restarted (see
-	// trigger).
-	CronJobTrigger bool
 	// NeedLeaderElection: the controller runs only on the leader.
 	NeedLeaderElection bool
 	// Hasher made the digests in the store; it digests objects read from

@@ -49,11 +49,11 @@ type Options struct {
 	// CoalesceMax bounds the wait under a never-ending stream of changes.
 	Coalesce    time.Duration
 	CoalesceMax time.Duration
-	// Workers is the number of workloads handled in parallel.
-	Workers int
 	// CronJobTrigger also runs a restarted CronJob at once: a Job is created
 	// from its new template, as kubectl create job --from=cronjob/NAME does.
 	CronJobTrigger bool
+	// Workers is the number of workloads handled in parallel.
+	Workers int
 
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
@@ -197,9 +197,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Lookup("restart-on-create").NoOptDefVal = "true" // --restart-on-create alone means true
 	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
-	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 	bind(boolean{&o.CronJobTrigger}, "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
 	fs.Lookup("cronjob-trigger").NoOptDefVal = "true"
+	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 
 	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)
