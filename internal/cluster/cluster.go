@@ -4,8 +4,8 @@
 // from Go modules by hack/controlplane-bins.sh.
 //
 // kwok fakes the kubelets of its Nodes, so Pods bound to them go Running and
-// Ready without any container runtime, and Deployments, StatefulSets and
-// DaemonSets complete their rollouts.
+// Ready without any container runtime, Deployments, StatefulSets and
+// DaemonSets complete their rollouts, and the Pods of Jobs run to completion.
 //
 // What Start runs, by Options (startup times measured warm on 2 cores):
 //

@@ -17,13 +17,16 @@ import (
 )
 
 // controllers are the kube-controller-manager controllers the cluster runs:
-// enough for Deployments, StatefulSets and DaemonSets to roll out and for
-// deletes to cascade. Names end in -controller from Kubernetes 1.33 on.
+// enough for Deployments, StatefulSets and DaemonSets to roll out, for Jobs
+// to run their pods (kwok completes them) and for deletes to cascade. No
+// cronjob-controller: CronJobs run only when a test creates their Job. Names
+// end in -controller from Kubernetes 1.33 on.
 var controllers = []string{
 	"deployment-controller",
 	"replicaset-controller",
 	"statefulset-controller",
 	"daemonset-controller",
+	"job-controller",
 	"garbage-collector-controller",
 	"namespace-controller",
 }

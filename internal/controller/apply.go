@@ -70,6 +70,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
+		r.trigger(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
 }

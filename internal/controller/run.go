@@ -89,6 +89,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		ReloadOnDelete:     o.ReloadOnDelete,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
+		CronJobTrigger:     o.CronJobTrigger,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
 		Strategy:           strategy,

@@ -77,6 +77,9 @@ type Config struct {
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
 	Coalesce, CoalesceMax time.Duration
+	// CronJobTrigger creates a Job from a CronJob just restarted (see
+	// trigger).
+	CronJobTrigger bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.

@@ -108,6 +108,7 @@ var settings = []struct {
 	{"RELOAD_ON_DELETE", "reload-on-delete", "true", func(o *options.Options) { o.ReloadOnDelete = true }},
 	{"COALESCE", "coalesce", "1500ms", func(o *options.Options) { o.Coalesce = 1500 * time.Millisecond }},
 	{"COALESCE_MAX", "coalesce-max", "2m", func(o *options.Options) { o.CoalesceMax = 2 * time.Minute }},
+	{"CRONJOB_TRIGGER", "cronjob-trigger", "true", func(o *options.Options) { o.CronJobTrigger = true }},
 	{"WORKERS", "workers", "3", func(o *options.Options) { o.Workers = 3 }},
 	{"RESTART_STRATEGY", "restart-strategy", "Env", func(o *options.Options) { o.RestartStrategy = "env" }},
 	{"PRINT_TIME", "print-time", "0", func(o *options.Options) { o.PrintInterval = 0 }},
@@ -187,6 +188,22 @@ func TestParseEmptyLists(t *testing.T) {
 	}
 }
 
+// TestBareBooleanFlags: a boolean flag given alone means true.
+func TestBareBooleanFlags(t *testing.T) {
+	for flag, get := range map[string]func(*options.Options) bool{
+		"restart-on-create": func(o *options.Options) bool { return o.RestartOnCreate },
+		"cronjob-trigger":   func(o *options.Options) bool { return o.CronJobTrigger },
+	} {
+		got, err := options.Parse([]string{"--" + flag}, env(nil), io.Discard)
+		if err != nil {
+			t.Fatalf("--%s alone: %v", flag, err)
+		}
+		if !get(got) {
+			t.Errorf("--%s alone: false, want true", flag)
+		}
+	}
+}
+
 func TestParseLocalConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -256,6 +273,7 @@ func TestParseErrors(t *testing.T) {
 		{"COALESCE negative", "COALESCE", "-1s", []string{"COALESCE", "duration"}},
 		{"COALESCE seconds", "COALESCE", "5", []string{"COALESCE", "duration"}},
 		{"RESTART_ON_CREATE", "RESTART_ON_CREATE", "yes", []string{"RESTART_ON_CREATE", "True or False"}},
+		{"CRONJOB_TRIGGER", "CRONJOB_TRIGGER", "on", []string{"CRONJOB_TRIGGER", "True or False"}},
 		{"LOCAL_CONFIG", "LOCAL_CONFIG", "maybe", []string{"LOCAL_CONFIG", "True, False or empty"}},
 		{"WORKLOAD_SELECTOR", "WORKLOAD_SELECTOR", "app in (", []string{"WORKLOAD_SELECTOR", "--workload-selector", "label selector"}},
 		{"CONFIG_SELECTOR", "CONFIG_SELECTOR", "=x", []string{"CONFIG_SELECTOR", "--config-selector", "label selector"}},

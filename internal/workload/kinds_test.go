@@ -2,9 +2,11 @@ package workload_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,11 +71,49 @@ func TestKinds(t *testing.T) {
 	}
 }
 
+// TestTemplatePaths: where each kind keeps its pod template (TestKinds
+// checks that the path and the typed accessor agree), and that the typed
+// accessor reaches the Go field of that place. One case per kind.
+func TestTemplatePaths(t *testing.T) {
+	tests := []struct {
+		kind workload.Kind
+		path []string
+		read func(client.Object) *corev1.PodTemplateSpec
+	}{
+		{workload.Deployment, []string{"spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template }},
+		{workload.StatefulSet, []string{"spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.StatefulSet).Spec.Template }},
+		{workload.DaemonSet, []string{"spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.DaemonSet).Spec.Template }},
+		{workload.CronJob, []string{"spec", "jobTemplate", "spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec {
+			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
+		}},
+	}
+	if len(tests) != len(workload.Kinds) {
+		t.Errorf("%d cases for %d kinds: every kind needs one", len(tests), len(workload.Kinds))
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind.Name(), func(t *testing.T) {
+			if !slices.Equal(tt.kind.Template, tt.path) {
+				t.Errorf("Template = %v, want %v", tt.kind.Template, tt.path)
+			}
+			typed := typedOf(t, tt.kind)
+			if got := tt.read(typed); len(got.Spec.Containers) == 0 || got.Spec.Containers[0].Name != "app" {
+				t.Errorf("the typed accessor wrote elsewhere than %v: %+v", tt.path, got)
+			}
+			if _, ok := workload.ByGVK(tt.kind.GVK); !ok {
+				t.Errorf("%v is not in Kinds", tt.kind.GVK)
+			}
+		})
+	}
+}
+
 // TestKindOfOthers: objects that are no known workload, and stored
 // metadata-only objects of a known kind, are told apart by GVK.
 func TestKindOfOthers(t *testing.T) {
 	if _, ok := workload.Of(&appsv1.ReplicaSet{}); ok {
 		t.Error("a ReplicaSet is a workload")
+	}
+	if _, ok := workload.Of(&batchv1.Job{}); ok {
+		t.Error("a Job is a workload")
 	}
 	if _, ok := workload.Of(&corev1.ConfigMap{}); ok {
 		t.Error("a ConfigMap is a workload")

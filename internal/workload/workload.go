@@ -10,11 +10,13 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -66,10 +68,18 @@ var (
 		onDelete:    daemonSetOnDelete,
 		NewInformer: appsinformers.NewDaemonSetInformerWithOptions,
 	}
+	// CronJob: a restart changes the template of the Jobs it creates from
+	// then on; Jobs already running are left alone.
+	CronJob = Kind{
+		GVK:         batchv1.SchemeGroupVersion.WithKind("CronJob"),
+		Template:    []string{"spec", "jobTemplate", "spec", "template"},
+		typed:       template(func(o *batchv1.CronJob) *corev1.PodTemplateSpec { return &o.Spec.JobTemplate.Spec.Template }),
+		NewInformer: batchinformers.NewCronJobInformerWithOptions,
+	}
 )
 
 // Kinds are the workload kinds watcher restarts.
-var Kinds = []Kind{Deployment, StatefulSet, DaemonSet}
+var Kinds = []Kind{Deployment, StatefulSet, DaemonSet, CronJob}
 
 // Name returns the kind's name, e.g. "Deployment".
 func (k Kind) Name() string { return k.GVK.Kind }

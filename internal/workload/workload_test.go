@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,7 @@ func TestOnDelete(t *testing.T) {
 		{"DaemonSet OnDelete", &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}}}, "OnDelete"},
 		{"DaemonSet rolling update", &appsv1.DaemonSet{}, ""},
 		{"Deployment", &appsv1.Deployment{}, ""},
+		{"CronJob: the next Job runs the new template", &batchv1.CronJob{}, ""},
 		{"stored workload", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{workload.OnDeleteAnnotation: "OnDelete"}}}, "OnDelete"},
 	}
 	for _, tt := range tests {

@@ -22,8 +22,8 @@ import (
 )
 
 // TestDeployManifests: the RBAC in deploy/rbac.yaml is all watcher needs
-// (watcher runs here with the ServiceAccount's own token, in the lease mode,
-// and does its job), and the Deployments of both lock modes and the Redis
+// (watcher runs here with the ServiceAccount's own token, in the lease mode
+// with the CronJob trigger, and does its job), and the Deployments of both lock modes and the Redis
 // example are accepted by the API server.
 func TestDeployManifests(t *testing.T) {
 	g := NewWithT(t)
@@ -44,13 +44,18 @@ func TestDeployManifests(t *testing.T) {
 	create(t, cm)
 	dep := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
 	tr := track(t, dep)
+	cj := fixture.CronJob(ns, "nightly", fixture.EnvFrom("cfg", ""))
+	cjTr := track(t, cj)
 	w := startWatcherEnv(t, "watcher", ns, []string{"KUBECONFIG=" + serviceAccountKubeconfig(t, "watcher", "watcher")},
-		"--lease-namespace=watcher", "--lease-name="+ns)
+		"--lease-namespace=watcher", "--lease-name="+ns, "--cronjob-trigger")
 	w.WaitReady(t)
 	waitAdopted(t, dep)
+	waitAdopted(t, cj)
 	setData(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
 	waitLog(t, w, "restarted Deployment "+ns+"/web")
+	waitRollouts(t, cjTr, 1)
+	waitJobRan(t, cj, cjTr.Rollouts()[0].RestartedFor)
 	g.Expect(w.Logs.Matching("forbidden")).To(BeEmpty())
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "watcher", Name: "watcher-hash-key"}, &corev1.Secret{})).To(Succeed())
 }
