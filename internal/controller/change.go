@@ -101,10 +101,12 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		}
 		p := plan.Decide(in)
 		keys = append(keys, changedKeys(p, id)...)
+		ignoredHere := "" // counted once per change, below
 		if i := slices.IndexFunc(p.Ignored, func(c plan.Change) bool { return c.Ref.ID() == id }); i >= 0 {
-			_, ignoredBy = in.Rules.Evaluate(in, p.Ignored[i].Ref)
+			_, ignoredHere = in.Rules.Evaluate(in, p.Ignored[i].Ref)
+			ignoredBy = ignoredHere
 		}
-		if reason := p.SkipReason(in); reason != "" && reason != plan.SkipConfigOptedOut {
+		if reason := p.SkipReason(in); reason != "" && reason != ignoredHere {
 			metrics.Skipped.WithLabelValues(reason).Inc()
 			log.V(1).Info("Change restarts nothing for this workload", "object", req.String(), "workload", key.String(), "reason", reason)
 		}

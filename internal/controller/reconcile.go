@@ -16,6 +16,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -208,10 +209,13 @@ func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[s
 	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels()}
 }
 
-// checkAnnotations reports a malformed opt-out annotation on obj, which the
-// rules read as absent.
+// checkAnnotations reports malformed annotations on obj: the opt-out
+// annotation and those of package optin, which the rules read as absent,
+// and reload-list entries that are not regular expressions, which name
+// nothing.
 func (r *Reconciler) checkAnnotations(ctx context.Context, obj client.Object) {
-	if _, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation); err != nil {
+	_, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
+	if err = errors.Join(err, optin.Check(obj.GetAnnotations())); err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -40,6 +41,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	}
 	// The store's index and the reconciler find references alike.
 	resolver := resolve.New(resolve.Options{
+		Sources:                   []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}},
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})
@@ -85,6 +87,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	}
 	err = Setup(mgr, st, Config{
 		Annotation:         o.Annotation,
+		Discovery:          o.Discovery,
 		RestartOnCreate:    o.RestartOnCreate,
 		ReloadOnDelete:     o.ReloadOnDelete,
 		Coalesce:           o.Coalesce,
@@ -143,8 +146,8 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Hasher:                    h,
 		Log:                       log,
 		Refs:                      r.Refs,
-		WorkloadAnnotations:       []string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation},
-		ConfigAnnotations:         []string{o.Annotation},
+		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation}, optin.WorkloadKeys...),
+		ConfigAnnotations:         append([]string{o.Annotation}, optin.ConfigKeys...),
 	})
 }
 

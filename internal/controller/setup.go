@@ -71,6 +71,8 @@ func (r Request) String() string { return r.Kind + " " + r.Namespace + "/" + r.N
 type Config struct {
 	// Annotation is the opt-out annotation key.
 	Annotation string
+	// Discovery is plan.DiscoveryAll or plan.DiscoveryAnnotated.
+	Discovery string
 	// RestartOnCreate and ReloadOnDelete: see plan.Input.
 	RestartOnCreate, ReloadOnDelete bool
 	// Coalesce is the quiet time after which a changed object is handled,
@@ -127,7 +129,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
 		resolve:  cfg.Resolver,
-		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation}),
+		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").

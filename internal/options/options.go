@@ -41,6 +41,9 @@ type Options struct {
 	ConfigSelector   string
 	// Annotation is the opt-out annotation key: "false" opts out.
 	Annotation string
+	// Discovery is "all" (every workload's references count) or
+	// "annotated" (only those of workloads that opt in by an annotation).
+	Discovery string
 	// RestartOnCreate restarts a workload when an object it uses, and that
 	// did not exist, is created.
 	RestartOnCreate bool
@@ -117,6 +120,12 @@ const (
 // first: the names of package restart's strategies.
 var RestartStrategies = []string{"annotation", "env"}
 
+// The discovery modes (see plan.DiscoveryAll and plan.DiscoveryAnnotated).
+const (
+	DiscoveryAll       = "all"
+	DiscoveryAnnotated = "annotated"
+)
+
 // Lease holds the leader-election settings.
 type Lease struct {
 	Name          string
@@ -151,6 +160,7 @@ func Defaults() *Options {
 		IgnoreConfigMapNamespaces: append([]string(nil), DefaultIgnoredNamespaces...),
 		IgnoreSecretNamespaces:    append([]string(nil), DefaultIgnoredNamespaces...),
 		Annotation:                "require-restart",
+		Discovery:                 DiscoveryAll,
 		Coalesce:                  time.Second,
 		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
@@ -205,6 +215,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
+	bind(oneOf{&o.Discovery, []string{DiscoveryAll, DiscoveryAnnotated}}, "discovery", "DISCOVERY", `which workloads are restarted: all, or annotated (only those that opt in with watcher.dev/auto or a Reloader annotation)`)
 	bind(boolean{&o.RestartOnCreate}, "reload-on-create", "RELOAD_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
 	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "the same as --reload-on-create (RELOAD_ON_CREATE), its former name")
 	bind(boolean{&o.ReloadOnDelete}, "reload-on-delete", "RELOAD_ON_DELETE", "also restart when a ConfigMap or Secret a workload uses is deleted, if its pods can start without it")

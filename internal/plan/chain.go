@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
@@ -59,25 +60,47 @@ func (c Chain) Evaluate(in Input, ref refs.Ref) (Verdict, string) {
 	return Count, ""
 }
 
+// The discovery modes: which workloads' references count.
+const (
+	// DiscoveryAll: every workload's (today's behaviour).
+	DiscoveryAll = "all"
+	// DiscoveryAnnotated: only those of workloads that opt in (optin.AutoFor,
+	// or a reload list naming the object), as in Reloader.
+	DiscoveryAnnotated = "annotated"
+)
+
 // Options are the settings the chain is built from.
 type Options struct {
 	// OptOutAnnotation is the key of the annotation by which a workload, a
 	// ConfigMap or a Secret opts out, with the value "false" (see OptedOut).
 	OptOutAnnotation string
+	// Discovery is DiscoveryAll (also when empty) or DiscoveryAnnotated.
+	Discovery string
 }
 
 // NewChain returns watcher's rules, in the order they are asked:
 //
 //	rule                 verdict  matches when
 //	workload-opted-out   drop     the workload's OptOutAnnotation is false
+//	auto-disabled        drop     the workload's auto annotations are off for
+//	                              the reference's kind (optin.AutoFor), and
+//	                              no reload list of the workload names it
+//	not-opted-in         drop     Discovery is annotated, the auto annotations
+//	                              are not on for the reference's kind, and no
+//	                              reload list of the workload names it
 //	config-opted-out     ignore   the object's OptOutAnnotation is false
+//	config-ignored       ignore   the object's reloader.stakater.com/ignore
+//	                              is true
 //
 // A reference no rule matches counts. A malformed annotation matches nothing
-// (OptedOut says why, for the caller to report).
+// (OptedOut and optin.Check say why, for the caller to report).
 func NewChain(o Options) Chain {
 	return Chain{
 		{SkipWorkloadOptedOut, Drop, o.workloadOptedOut},
+		{SkipAutoDisabled, Drop, autoDisabled},
+		{SkipNotOptedIn, Drop, o.notOptedIn},
 		{SkipConfigOptedOut, Ignore, o.configOptedOut},
+		{SkipConfigIgnored, Ignore, configIgnored},
 	}
 }
 
@@ -87,11 +110,26 @@ func (o Options) workloadOptedOut(in Input, _ refs.Ref, _ Config) bool {
 	return out
 }
 
+// autoDisabled: auto "false" leaves only what the reload lists name, as in
+// Reloader.
+func autoDisabled(in Input, ref refs.Ref, _ Config) bool {
+	return optin.AutoFor(in.Annotations, ref.Kind) == optin.Off && !optin.Named(in.Annotations, ref.Kind, ref.Name)
+}
+
+// notOptedIn: in the annotated mode, only what a workload opts in to counts.
+func (o Options) notOptedIn(in Input, ref refs.Ref, _ Config) bool {
+	return o.Discovery == DiscoveryAnnotated &&
+		optin.AutoFor(in.Annotations, ref.Kind) != optin.On && !optin.Named(in.Annotations, ref.Kind, ref.Name)
+}
+
 // configOptedOut: an object that opts out restarts nothing when it changes.
 func (o Options) configOptedOut(_ Input, _ refs.Ref, cfg Config) bool {
 	out, _ := OptedOut(cfg.Annotations, o.OptOutAnnotation)
 	return out
 }
+
+// configIgnored: Reloader's ignore annotation, with its meaning.
+func configIgnored(_ Input, _ refs.Ref, cfg Config) bool { return optin.Ignored(cfg.Annotations) }
 
 // OptedOut reads the opt-out annotation from an object's annotations: the
 // value "false" (or anything else strconv.ParseBool reads as false) opts the

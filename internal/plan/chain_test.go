@@ -35,7 +35,10 @@ func TestNewChain(t *testing.T) {
 		want     verdict
 	}{
 		{"workload-opted-out", optedOutAnnotations, present("k", "1"), verdict{plan.Drop, plan.SkipWorkloadOptedOut}},
+		{"auto-disabled", map[string]string{"reloader.stakater.com/auto": "false"}, present("k", "1"), verdict{plan.Drop, plan.SkipAutoDisabled}},
+		// not-opted-in needs the annotated mode: see TestOptInRules.
 		{"config-opted-out", nil, optedOut("k", "1"), verdict{plan.Ignore, plan.SkipConfigOptedOut}},
+		{"config-ignored", nil, plan.Config{Present: true, Annotations: map[string]string{"reloader.stakater.com/ignore": "true"}}, verdict{plan.Ignore, plan.SkipConfigIgnored}},
 		{"no rule matches: count", nil, present("k", "1"), verdict{plan.Count, ""}},
 	}
 	for _, tt := range tests {

@@ -1,13 +1,17 @@
 package plan
 
 // Reasons a detected change restarts nothing, as reported in logs and in the
-// reason label of watcher_skipped_changes_total. SkipWorkloadOptedOut and
-// SkipConfigOptedOut are the names of the rules of NewChain.
+// reason label of watcher_skipped_changes_total. SkipWorkloadOptedOut,
+// SkipAutoDisabled, SkipNotOptedIn, SkipConfigOptedOut and SkipConfigIgnored
+// are the names of the rules of NewChain.
 const (
 	SkipMetadataOnly     = "metadata-only"      // labels or annotations changed, data did not
 	SkipUnusedKeys       = "unused-keys"        // the workload reads none of the changed keys
 	SkipWorkloadOptedOut = "workload-opted-out" // the workload opted out
+	SkipAutoDisabled     = "auto-disabled"      // the workload's auto annotation is false
+	SkipNotOptedIn       = "not-opted-in"       // annotated discovery, and the workload did not opt in
 	SkipConfigOptedOut   = "config-opted-out"   // the ConfigMap or Secret opted out
+	SkipConfigIgnored    = "config-ignored"     // the ConfigMap or Secret has reloader.stakater.com/ignore
 	SkipConfigDeleted    = "config-deleted"     // deletion never restarts
 	SkipMissingKey       = "missing-key"        // a key the pods need is gone: new pods could not start
 	SkipOnDelete         = "on-delete"          // template updated, but the pods roll only when deleted

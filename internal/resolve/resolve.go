@@ -8,7 +8,9 @@
 //	source      finds
 //	pod spec    env and envFrom of every container, volumes, projected
 //	            volumes (package refs; on a stored workload, as cached)
-//	(to come)   annotation lists, ReloadPolicies that select the workload
+//	reload      the objects the workload's reload lists name (Annotations)
+//	  lists
+//	(to come)   ReloadPolicies that select the workload
 //
 //	reference                                   kept?
 //	into a namespace whose kind is ignored      no (IGNORE_*_NAMESPACES)
@@ -22,6 +24,7 @@ package resolve
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -94,6 +97,32 @@ func (PodSpec) Name() string { return "pod spec" }
 
 // Refs implements Source.
 func (PodSpec) Refs(obj client.Object) ([]refs.Ref, error) { return workload.Refs(obj) }
+
+// Annotations is the Source of the ConfigMaps and Secrets a workload names in
+// its reload lists (configmap.reloader.stakater.com/reload and
+// secret.reloader.stakater.com/reload, see package optin), whether its pod
+// spec uses them or not: apps may read them through the API. Each entry that
+// is an object name (optin.Names) is a reference to every key of that
+// object, optional (pods start without it). Entries that are patterns find
+// nothing here: they only decide whether references found otherwise count
+// (package plan's rules).
+type Annotations struct{}
+
+// Name implements Source.
+func (Annotations) Name() string { return "reload lists" }
+
+// Refs implements Source. Invalid entries are left out, never an error: the
+// reconciler reports them.
+func (Annotations) Refs(obj client.Object) ([]refs.Ref, error) {
+	ann := obj.GetAnnotations()
+	var out []refs.Ref
+	for _, kind := range []refs.Kind{refs.ConfigMap, refs.Secret} {
+		for _, name := range optin.Names(ann, kind) {
+			out = append(out, refs.Ref{Kind: kind, Name: name, AllKeys: true, Optional: true})
+		}
+	}
+	return out, nil
+}
 
 func set(items []string) map[string]bool {
 	m := make(map[string]bool, len(items))

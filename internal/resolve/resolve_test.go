@@ -63,3 +63,41 @@ func TestResolver(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnotations: the reload lists' names are references, whole and
+// optional; patterns and invalid entries find nothing; united with the pod
+// spec, a name the pod spec uses too is read whole.
+func TestAnnotations(t *testing.T) {
+	d := deployment("shop")
+	d.Annotations = map[string]string{
+		"configmap.reloader.stakater.com/reload": "cfg, settings,app-.*,(bad",
+		"secret.reloader.stakater.com/reload":    "tls",
+	}
+	whole := func(kind refs.Kind, name string) refs.Ref {
+		return refs.Ref{Kind: kind, Name: name, AllKeys: true, Optional: true}
+	}
+	got, err := resolve.Annotations{}.Refs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []refs.Ref{whole(refs.ConfigMap, "cfg"), whole(refs.ConfigMap, "settings"), whole(refs.Secret, "tls")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	got, err = resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}}).Refs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []refs.Ref{
+		{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true},
+		whole(refs.ConfigMap, "settings"),
+		{Kind: refs.Secret, Name: "sec", AllKeys: true},
+		whole(refs.Secret, "tls"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("united (-want +got):\n%s", diff)
+	}
+	if got, _ := (resolve.Annotations{}).Refs(deployment("shop")); got != nil {
+		t.Errorf("no annotations: %v", got)
+	}
+}

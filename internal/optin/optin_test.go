@@ -1,0 +1,136 @@
+package optin_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/refs"
+)
+
+// TestAutoFor: one case per documented Reloader example, and per row of
+// the package table.
+func TestAutoFor(t *testing.T) {
+	tests := []struct {
+		name      string
+		ann       map[string]string
+		configMap optin.Setting
+		secret    optin.Setting
+	}{
+		{"none", nil, optin.Unset, optin.Unset},
+		{"reloader.stakater.com/auto: true: both kinds", map[string]string{optin.ReloaderAuto: "true"}, optin.On, optin.On},
+		{"watcher.dev/auto: true: both kinds", map[string]string{optin.Auto: "true"}, optin.On, optin.On},
+		{"reloader.stakater.com/auto: false", map[string]string{optin.ReloaderAuto: "false"}, optin.Off, optin.Off},
+		{"watcher.dev/auto: false", map[string]string{optin.Auto: "false"}, optin.Off, optin.Off},
+		{"configmap.reloader.stakater.com/auto: true: ConfigMaps only", map[string]string{optin.ConfigMapAuto: "true"}, optin.On, optin.Unset},
+		{"secret.reloader.stakater.com/auto: true: Secrets only", map[string]string{optin.SecretAuto: "true"}, optin.Unset, optin.On},
+		{"auto false, secret auto true: Secrets still on", map[string]string{optin.ReloaderAuto: "false", optin.SecretAuto: "true"}, optin.Off, optin.On},
+		{"one true wins over another false", map[string]string{optin.Auto: "false", optin.ReloaderAuto: "true"}, optin.On, optin.On},
+		{"True and 1 are true", map[string]string{optin.Auto: "True", optin.SecretAuto: "1"}, optin.On, optin.On},
+		{"malformed counts as absent", map[string]string{optin.ReloaderAuto: "yes"}, optin.Unset, optin.Unset},
+		{"malformed next to false", map[string]string{optin.ReloaderAuto: "yes", optin.ConfigMapAuto: "false"}, optin.Off, optin.Unset},
+		{"another key", map[string]string{"auto": "true"}, optin.Unset, optin.Unset},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := optin.AutoFor(tt.ann, refs.ConfigMap); got != tt.configMap {
+				t.Errorf("ConfigMaps: %v, want %v", got, tt.configMap)
+			}
+			if got := optin.AutoFor(tt.ann, refs.Secret); got != tt.secret {
+				t.Errorf("Secrets: %v, want %v", got, tt.secret)
+			}
+		})
+	}
+}
+
+func TestIgnored(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "True": true, "1": true, "false": false, "": false, "yes": false} {
+		if got := optin.Ignored(map[string]string{optin.Ignore: v}); got != want {
+			t.Errorf("Ignored(%q) = %v, want %v", v, got, want)
+		}
+	}
+	if optin.Ignored(nil) {
+		t.Error("Ignored(nil) = true")
+	}
+}
+
+// TestReloadLists: Reloader's documented examples, and the anchoring.
+func TestReloadLists(t *testing.T) {
+	tests := []struct {
+		name    string
+		list    string
+		names   []string // optin.Names
+		match   []string
+		noMatch []string
+	}{
+		{"one name", "foo-configmap", []string{"foo-configmap"}, []string{"foo-configmap"}, []string{"foo", "foo-configmap-2", "a-foo-configmap"}},
+		{"several names", "foo-configmap,bar-configmap,baz-configmap", []string{"foo-configmap", "bar-configmap", "baz-configmap"}, []string{"bar-configmap", "baz-configmap"}, []string{"foo-configmap,bar-configmap"}},
+		{"blanks around entries", " foo , bar ,", []string{"foo", "bar"}, []string{"foo", "bar"}, []string{" foo", ""}},
+		{"a pattern", "app-.*-config", nil, []string{"app-web-config", "app--config"}, []string{"app-config", "xapp-web-config", "app-web-config2"}},
+		{"anchored as a whole: a|b", "a|b", nil, []string{"a", "b"}, []string{"ab", "xb", "ax"}},
+		{"a dot: a name, and any character", "app.config", []string{"app.config"}, []string{"app.config", "app-config"}, []string{"appconfig"}},
+		{"an invalid entry is left out, the others apply", "good,bad[,also-good", []string{"good", "also-good"}, []string{"good", "also-good"}, []string{"bad["}},
+		{"empty", "", nil, nil, []string{"", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ann := map[string]string{optin.ConfigMapReload: tt.list}
+			if diff := cmp.Diff(tt.names, optin.Names(ann, refs.ConfigMap)); diff != "" {
+				t.Errorf("Names (-want +got):\n%s", diff)
+			}
+			if got := optin.Names(ann, refs.Secret); got != nil {
+				t.Errorf("the ConfigMap list names Secrets: %v", got)
+			}
+			for _, n := range tt.match {
+				if !optin.Named(ann, refs.ConfigMap, n) {
+					t.Errorf("%q does not name %q", tt.list, n)
+				}
+				if optin.Named(ann, refs.Secret, n) {
+					t.Errorf("the ConfigMap list names the Secret %q", n)
+				}
+			}
+			for _, n := range tt.noMatch {
+				if optin.Named(ann, refs.ConfigMap, n) {
+					t.Errorf("%q names %q", tt.list, n)
+				}
+			}
+		})
+	}
+	sec := map[string]string{optin.SecretReload: "foo-secret"}
+	if !optin.Named(sec, refs.Secret, "foo-secret") || optin.Named(sec, refs.ConfigMap, "foo-secret") {
+		t.Error("secret.reloader.stakater.com/reload names Secrets, and only them")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want []string // substrings of the error; none: no error
+	}{
+		{"none", nil, nil},
+		{"valid", map[string]string{optin.ReloaderAuto: "true", optin.Ignore: "false", optin.SecretReload: "a,b-.*"}, nil},
+		{"auto not a boolean", map[string]string{optin.ReloaderAuto: "hunter2"}, []string{optin.ReloaderAuto, "neither true nor false"}},
+		{"ignore not a boolean", map[string]string{optin.Ignore: "hunter2"}, []string{optin.Ignore}},
+		{"invalid entry", map[string]string{optin.ConfigMapReload: "ok,(bad"}, []string{optin.ConfigMapReload, `"(bad"`}},
+		{"both reported", map[string]string{optin.SecretAuto: "x", optin.SecretReload: "*"}, []string{optin.SecretAuto, optin.SecretReload, `"*"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := optin.Check(tt.ann)
+			if (err != nil) != (tt.want != nil) {
+				t.Fatalf("Check() = %v, want an error: %v", err, tt.want != nil)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q quotes a boolean's value", err)
+			}
+		})
+	}
+}
