@@ -6,13 +6,16 @@ CONTROLPLANE = $(shell hack/controlplane-bins.sh)
 # staticcheck, run by `go run` at this version (built once into Go's cache):
 # nothing to install. Its version must support the Go of go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# controller-gen, run by `go run` at this version like staticcheck: it writes
+# the CRDs and deepcopy code of api/. Its k8s.io modules should match go.mod's.
+CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 # How long `make fuzz` runs each fuzz test.
 FUZZTIME ?= 10s
 
-.PHONY: help build test unit lint fuzz demo run bench controlplane deps clean
+.PHONY: help build test unit lint fuzz demo run bench controlplane deps clean generate verify-generate
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/watcher
 	@echo "build: bin/watcher (the first build downloads Go modules)"
@@ -29,6 +32,20 @@ lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+generate: ## regenerate the CRDs (deploy/crds/) and deepcopy code from the types of api/
+	$(GO) run $(CONTROLLER_GEN) object paths=./api/... crd output:crd:dir=deploy/crds
+
+# verify-generate regenerates in a copy of the tree (CRDs from scratch, so a
+# removed one shows too) and diffs: CI fails when api/ changed without
+# `make generate`. The working tree is left alone.
+verify-generate: ## fail if `make generate` would change api/ or deploy/crds/
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	tar -c --exclude=./.git --exclude=./bin . | tar -x -C "$$tmp"; \
+	rm -f "$$tmp"/deploy/crds/*.yaml; \
+	$(MAKE) --no-print-directory -C "$$tmp" generate >/dev/null; \
+	diff -r api "$$tmp/api" && diff -r deploy/crds "$$tmp/deploy/crds" || \
+		{ echo "verify-generate: generated files are stale: run make generate"; exit 1; }
 
 # Go fuzzes one target per `go test` call: every `func FuzzX` of a _test.go
 # file is found and run in turn. A failing input is saved under the
