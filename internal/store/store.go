@@ -85,6 +85,9 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	configs := o.Hasher.Transform(o.ConfigAnnotations...)
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
+			if k.NewInformer == nil {
+				continue // optional kinds: Enable
+			}
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
 				Indexers:         indexers(o.Log, refsOr(o.Refs)),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
