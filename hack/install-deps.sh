@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what the tests need that a fresh machine lacks:
 # redis-server from Debian's packages, and the control-plane binaries (built
-# from Go modules into a cache, once per version).
+# from Go modules into a cache, once per version), and the CRDs the
+# integration tests install (hack/crds.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null 2>&1; then
@@ -11,3 +12,4 @@ if ! command -v redis-server >/dev/null 2>&1; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
 fi
 hack/controlplane-bins.sh >/dev/null
+hack/crds.sh >/dev/null

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -130,6 +131,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 // newStore creates the informers of ConfigMaps, Secrets and workloads. They
 // read with protobuf, which decodes faster and with less garbage than JSON.
 func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.Resolver, log logr.Logger) (*store.Store, error) {
+	// Custom resources are served as JSON only.
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -146,6 +152,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Hasher:                    h,
 		Log:                       log,
 		Refs:                      r.Refs,
+		Dynamic:                   dyn,
 		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation}, optin.ConfigKeys...),
 	})

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/go-logr/logr"
@@ -102,6 +103,9 @@ type Config struct {
 	Resolver *resolve.Resolver
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
+	// KindInterval is how often the discovery API is asked whether the
+	// optional kinds (custom resources) are served; 0: 2s.
+	KindInterval time.Duration
 	// HeldRetry is how long to wait before looking again at a change whose
 	// lock another replica holds.
 	HeldRetry time.Duration
@@ -152,10 +156,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			}
 			return log
 		})
-	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	for _, kind := range workload.Kinds {
 		for _, inf := range st.Informers(kind.Name()) {
-			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name()), changed))
+			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name()), workloadChanged()))
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
@@ -165,7 +168,27 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("create discovery client: %w", err)
+	}
+	if cfg.KindInterval == 0 {
+		cfg.KindInterval = 2 * time.Second
+	}
+	return mgr.Add(&optionalKinds{
+		store: st, discovery: dc, watch: c.Watch, interval: cfg.KindInterval,
+		log: mgr.GetLogger().WithName("kinds"),
+	})
+}
+
+// workloadChanged passes the workload events that can change a decision:
+// creation, and changes of the generation or the annotations.
+func workloadChanged() predicate.TypedPredicate[client.Object] {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 }
 
 // syncingInformer is a source on a store informer that the controller waits

@@ -15,10 +15,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
@@ -65,26 +67,46 @@ type Options struct {
 	// decides with the same function, see package resolve); nil: those of
 	// its pod spec.
 	Refs func(client.Object) ([]refs.Ref, error)
+	// Dynamic reads the optional kinds (custom resources) while their API
+	// is served (see Enable); nil: they are never watched.
+	Dynamic dynamic.Interface
 }
 
 // Store is the set of informers.
 type Store struct {
+	// mu guards byKind and optional: the informers of optional kinds come
+	// and go while the store is read.
+	mu sync.RWMutex
 	// byKind maps a kind ("Deployment", "ConfigMap"...) to its informers,
 	// by namespace ("" for all).
 	byKind map[string]map[string]toolscache.SharedIndexInformer
+	// optional stops the informers of each enabled optional kind.
+	optional map[string]context.CancelFunc
+	// static are the kinds created by New, run by Start.
+	static     []string
+	opts       Options
+	namespaces []string
+	workloads  toolscache.TransformFunc
 }
 
 // New creates the informers; Start runs them.
 func New(cs kubernetes.Interface, o Options) (*Store, error) {
-	s := &Store{byKind: map[string]map[string]toolscache.SharedIndexInformer{}}
 	namespaces := o.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	workloads := slim.Workload(o.Log, o.WorkloadAnnotations...)
+	s := &Store{
+		byKind:   map[string]map[string]toolscache.SharedIndexInformer{},
+		optional: map[string]context.CancelFunc{},
+		opts:     o, namespaces: namespaces, workloads: workloads,
+	}
 	configs := o.Hasher.Transform(o.ConfigAnnotations...)
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
+			if k.NewInformer == nil {
+				continue // optional kinds: Enable
+			}
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
 				Indexers:         indexers(o.Log, refsOr(o.Refs)),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
@@ -105,6 +127,9 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 		if err := s.add(string(refs.Secret), ns, sec, configs); err != nil {
 			return nil, err
 		}
+	}
+	for kind := range s.byKind {
+		s.static = append(s.static, kind)
 	}
 	return s, nil
 }
@@ -178,6 +203,8 @@ func indexer(log logr.Logger, refsOf func(client.Object) ([]refs.Ref, error), ki
 
 // Informers returns the informers of kind, one per watched namespace.
 func (s *Store) Informers(kind string) []toolscache.SharedIndexInformer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var out []toolscache.SharedIndexInformer
 	for _, inf := range s.byKind[kind] {
 		out = append(out, inf)
@@ -185,12 +212,13 @@ func (s *Store) Informers(kind string) []toolscache.SharedIndexInformer {
 	return out
 }
 
-// Start runs every informer until ctx is done. It implements
+// Start runs the informers created by New until ctx is done (those of
+// optional kinds run from Enable to Disable). It implements
 // manager.Runnable and runs on every replica, leader or not, so that
 // standbys keep warm caches.
 func (s *Store) Start(ctx context.Context) error {
-	for _, infs := range s.byKind {
-		for _, inf := range infs {
+	for _, kind := range s.static {
+		for _, inf := range s.Informers(kind) {
 			go inf.RunWithContext(ctx)
 		}
 	}
@@ -201,10 +229,13 @@ func (s *Store) Start(ctx context.Context) error {
 // NeedLeaderElection is false: see Start.
 func (s *Store) NeedLeaderElection() bool { return false }
 
-// HasSynced reports whether every informer has synced.
+// HasSynced reports whether every informer created by New has synced.
+// Those of optional kinds are left out: their API may go away before they
+// sync, and readiness should not hang on a custom resource. Nothing is
+// missed meanwhile: each workload is reconciled as its informer adds it.
 func (s *Store) HasSynced() bool {
-	for _, infs := range s.byKind {
-		for _, inf := range infs {
+	for _, kind := range s.static {
+		for _, inf := range s.Informers(kind) {
 			if !inf.HasSynced() {
 				return false
 			}
@@ -216,7 +247,9 @@ func (s *Store) HasSynced() bool {
 // Get returns the object of kind namespace/name, or nil if it is not there.
 // The object is the store's own: read only (DeepCopy before changing it).
 func (s *Store) Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	s.mu.RLock()
 	inf := s.informer(kind, namespace)
+	s.mu.RUnlock()
 	if inf == nil {
 		return nil, nil
 	}
@@ -241,6 +274,8 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 		index = IndexSecrets
 	}
 	var out []User
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for _, k := range workload.Kinds {
 		inf := s.informer(k.Name(), namespace)
 		if inf == nil {
@@ -263,6 +298,8 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 
 // Count returns how many objects of kind the store holds.
 func (s *Store) Count(kind string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	n := 0
 	for _, inf := range s.byKind[kind] {
 		n += len(inf.GetStore().ListKeys())
@@ -270,7 +307,8 @@ func (s *Store) Count(kind string) int {
 	return n
 }
 
-// informer returns the informer that holds objects of kind in namespace.
+// informer returns the informer that holds objects of kind in namespace;
+// the caller holds mu.
 func (s *Store) informer(kind, namespace string) toolscache.SharedIndexInformer {
 	infs := s.byKind[kind]
 	if inf, ok := infs[metav1.NamespaceAll]; ok {

@@ -34,12 +34,15 @@ func typedOf(t *testing.T, k workload.Kind) client.Object {
 	return obj
 }
 
-// TestKinds: for every kind, the template is read from a typed object and
-// from its unstructured form alike, the kind is found from either (a typed
-// object from an informer has no TypeMeta), and New and NewList give
-// objects of the kind.
+// TestKinds: for every kind with a Go type, the template is read from a
+// typed object and from its unstructured form alike, the kind is found from
+// either (a typed object from an informer has no TypeMeta), and New and
+// NewList give objects of the kind. Kinds with no Go type: TestRollout.
 func TestKinds(t *testing.T) {
 	for _, k := range workload.Kinds {
+		if _, untyped := k.New().(*unstructured.Unstructured); untyped {
+			continue
+		}
 		t.Run(k.Name(), func(t *testing.T) {
 			typed := typedOf(t, k)
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
@@ -86,6 +89,7 @@ func TestTemplatePaths(t *testing.T) {
 		{workload.CronJob, []string{"spec", "jobTemplate", "spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec {
 			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
 		}},
+		{workload.Rollout, []string{"spec", "template"}, nil}, // no Go type: TestRollout
 	}
 	if len(tests) != len(workload.Kinds) {
 		t.Errorf("%d cases for %d kinds: every kind needs one", len(tests), len(workload.Kinds))
@@ -95,12 +99,15 @@ func TestTemplatePaths(t *testing.T) {
 			if !slices.Equal(tt.kind.Template, tt.path) {
 				t.Errorf("Template = %v, want %v", tt.kind.Template, tt.path)
 			}
+			if _, ok := workload.ByGVK(tt.kind.GVK); !ok {
+				t.Errorf("%v is not in Kinds", tt.kind.GVK)
+			}
+			if tt.read == nil {
+				return
+			}
 			typed := typedOf(t, tt.kind)
 			if got := tt.read(typed); len(got.Spec.Containers) == 0 || got.Spec.Containers[0].Name != "app" {
 				t.Errorf("the typed accessor wrote elsewhere than %v: %+v", tt.path, got)
-			}
-			if _, ok := workload.ByGVK(tt.kind.GVK); !ok {
-				t.Errorf("%v is not in Kinds", tt.kind.GVK)
 			}
 		})
 	}
@@ -146,5 +153,69 @@ func TestUnstructuredKind(t *testing.T) {
 	}
 	if _, err := k.PodTemplate(&unstructured.Unstructured{Object: map[string]any{}}); err == nil {
 		t.Error("no error for an object without a template")
+	}
+}
+
+// rollout returns an unstructured Rollout with the given spec, as the API
+// server or a dynamic informer gives it.
+func rollout(spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "web", "namespace": "shop"}, "spec": spec}}
+	u.SetGroupVersionKind(workload.Rollout.GVK)
+	return u
+}
+
+// TestRollout: Argo's Rollout has no Go type here. Its template is read at
+// spec.template of an unstructured object; a Rollout whose template lives
+// in a referenced Deployment (spec.workloadRef) has an empty template, so
+// no references and no error; a Rollout with neither is an error.
+func TestRollout(t *testing.T) {
+	k := workload.Rollout
+	if !k.Optional {
+		t.Error("Rollout is not optional: watcher would need its CRD to start")
+	}
+	if got := k.GVR().String(); got != "argoproj.io/v1alpha1, Resource=rollouts" {
+		t.Errorf("GVR = %s", got)
+	}
+	if _, ok := k.New().(*unstructured.Unstructured); !ok {
+		t.Errorf("New gives a %T, want unstructured", k.New())
+	}
+	if _, ok := k.NewList().(*unstructured.UnstructuredList); !ok {
+		t.Errorf("NewList gives a %T, want unstructured", k.NewList())
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloadRef := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+	tests := []struct {
+		name    string
+		spec    map[string]any
+		want    int // containers in the template
+		wantErr bool
+	}{
+		{"template", map[string]any{"replicas": int64(2), "template": m}, 1, false},
+		{"workloadRef, no template", map[string]any{"workloadRef": workloadRef}, 0, false},
+		{"workloadRef and a template", map[string]any{"workloadRef": workloadRef, "template": m}, 1, false},
+		{"neither", map[string]any{"replicas": int64(2)}, 0, true},
+		{"workloadRef null", map[string]any{"workloadRef": nil}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := rollout(tt.spec)
+			if got, ok := workload.Of(obj); !ok || got.GVK != k.GVK {
+				t.Fatalf("Of() = %v, %v", got.GVK, ok)
+			}
+			tmpl, err := workload.PodTemplate(obj)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if err == nil && len(tmpl.Spec.Containers) != tt.want {
+				t.Errorf("%d containers, want %d", len(tmpl.Spec.Containers), tt.want)
+			}
+			uses, err := workload.Refs(obj)
+			if err == nil && tt.want == 0 && len(uses) != 0 {
+				t.Errorf("references %v of a Rollout without a template", uses)
+			}
+		})
 	}
 }

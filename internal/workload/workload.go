@@ -36,6 +36,15 @@ type Kind struct {
 	// Optional is true for a kind whose API may be absent (a custom
 	// resource): it is watched only while the API server serves it.
 	Optional bool
+	// Resource is the kind's API resource (plural, lower case), for the
+	// dynamic informers of kinds with no Go type.
+	Resource string
+	// TemplateRef is the path of a field that, when set, says the pod
+	// template lives in another object (Argo's spec.workloadRef names a
+	// Deployment, watched and restarted as itself). An object with it and
+	// no template of its own has an empty template: no references, no
+	// error.
+	TemplateRef []string
 	// typed returns the pod template of a typed object of the kind; nil
 	// for kinds known only as unstructured objects.
 	typed func(client.Object) (*corev1.PodTemplateSpec, bool)
@@ -76,10 +85,25 @@ var (
 		typed:       template(func(o *batchv1.CronJob) *corev1.PodTemplateSpec { return &o.Spec.JobTemplate.Spec.Template }),
 		NewInformer: batchinformers.NewCronJobInformerWithOptions,
 	}
+	// Rollout is Argo Rollouts' Deployment, a custom resource handled as
+	// an unstructured object (no Argo Go type). A Rollout with
+	// spec.workloadRef and no spec.template of its own takes its template
+	// from the Deployment it names, which watcher restarts as a Deployment
+	// and Argo follows; such a Rollout has no references of its own.
+	Rollout = Kind{
+		GVK:         schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"},
+		Template:    []string{"spec", "template"},
+		Optional:    true,
+		Resource:    "rollouts",
+		TemplateRef: []string{"spec", "workloadRef"},
+	}
 )
 
 // Kinds are the workload kinds watcher restarts.
-var Kinds = []Kind{Deployment, StatefulSet, DaemonSet, CronJob}
+var Kinds = []Kind{Deployment, StatefulSet, DaemonSet, CronJob, Rollout}
+
+// GVR returns the kind's GroupVersionResource.
+func (k Kind) GVR() schema.GroupVersionResource { return k.GVK.GroupVersion().WithResource(k.Resource) }
 
 // Name returns the kind's name, e.g. "Deployment".
 func (k Kind) Name() string { return k.GVK.Kind }
@@ -119,6 +143,9 @@ func (k Kind) NewList() client.ObjectList {
 func (k Kind) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		m, found, err := unstructured.NestedMap(u.Object, k.Template...)
+		if err == nil && !found && k.delegates(u) {
+			return &corev1.PodTemplateSpec{}, nil
+		}
 		if err != nil || !found {
 			return nil, fmt.Errorf("%s %s/%s has no pod template at %v: %v", k.Name(), obj.GetNamespace(), obj.GetName(), k.Template, err)
 		}
@@ -134,6 +161,15 @@ func (k Kind) PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 		}
 	}
 	return nil, fmt.Errorf("%T is not a %s", obj, k.Name())
+}
+
+// delegates tells whether u names another object that holds its template.
+func (k Kind) delegates(u *unstructured.Unstructured) bool {
+	if len(k.TemplateRef) == 0 {
+		return false
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, k.TemplateRef...)
+	return err == nil && found && v != nil
 }
 
 // template turns a typed accessor into one that takes any object.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# crds.sh copies the CustomResourceDefinitions the tests install from the Go
+# modules that ship them into a cache folder outside the repository, once per
+# version, and prints the folder. It downloads through the Go module proxy
+# only (go mod download); no CRD is ever committed.
+#
+#   rollout-crd.yaml  Argo Rollouts' Rollout (argoproj.io/v1alpha1)
+set -euo pipefail
+
+ARGO_ROLLOUTS_VERSION=v1.8.3
+
+cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
+dir=$cache/crds/argo-rollouts-$ARGO_ROLLOUTS_VERSION
+if [ ! -f "$dir/rollout-crd.yaml" ]; then
+	printf 'crds: downloading github.com/argoproj/argo-rollouts@%s (first time only)\n' "$ARGO_ROLLOUTS_VERSION" >&2
+	# Outside any module, so that the download touches no go.mod.
+	mod=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/argoproj/argo-rollouts@$ARGO_ROLLOUTS_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$mod" ] || { echo "crds: no module folder for argo-rollouts" >&2; exit 1; }
+	mkdir -p "$dir"
+	cp "$mod/manifests/crds/rollout-crd.yaml" "$dir/rollout-crd.yaml.tmp"
+	chmod 644 "$dir/rollout-crd.yaml.tmp"
+	mv "$dir/rollout-crd.yaml.tmp" "$dir/rollout-crd.yaml"
+fi
+echo "$dir"
