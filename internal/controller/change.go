@@ -89,12 +89,14 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	var keys []string
 	var act []workload.Key
 	ignoredBy := "" // the rule that ignored the change, for some user
+	if err := r.Config.Key.Current(); err != nil {
+		return err
+	}
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
-		if err := r.Config.Key.Current(); err != nil {
-			return err
-		}
-		in, err := r.gather(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), u.Obj)
+		// Decided quietly: what is malformed is reported once, when the
+		// workload is reconciled below.
+		in, err := r.gather(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), u.Obj, false)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -43,16 +44,8 @@ func (o *optionalKinds) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: it looks at once, then every interval.
 func (o *optionalKinds) Start(ctx context.Context) error {
-	t := time.NewTicker(o.interval)
-	defer t.Stop()
-	for {
-		o.check(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	wait.UntilWithContext(ctx, o.check, o.interval)
+	return nil
 }
 
 // check enables the optional kinds that are served and disables those

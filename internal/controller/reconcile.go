@@ -57,30 +57,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 // each write moves the resourceVersion the patch is conditioned on.
 const conflictRetries = 5
 
-// outcome is what reconciling a workload decided, for the caller's reports.
-type outcome struct {
-	// decided is false when the workload was gone or not decided on.
-	decided bool
-	input   plan.Input
-	plan    plan.Plan
-}
-
 // reconcileWorkload gathers, plans and applies for one workload. A write
 // conflict means someone else (another replica, a user, the workload's
 // controller) changed the workload since it was read: read it again from the
 // API server and decide again.
-func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (outcome, error) {
+//
+// It returns the plan applied, for the caller's reports.
+func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (plan.Plan, error) {
 	kind, ok := workload.ByName(key.Kind)
 	if !ok {
-		return outcome{}, nil
+		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err != nil || cached == nil {
-		return outcome{}, err
+		return plan.Plan{}, err
 	}
 	// The patch writes the server's answer into the object: not the store's.
 	var obj client.Object = cached.DeepCopy()
-	var out outcome
+	var out plan.Plan
 	for attempt := 0; ; attempt++ {
 		out, err = r.reconcile(ctx, key, obj)
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
@@ -90,11 +84,11 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (o
 		obj = kind.New()
 		if err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 			metrics.Errors.WithLabelValues("get").Inc()
-			return outcome{}, client.IgnoreNotFound(err)
+			return plan.Plan{}, client.IgnoreNotFound(err)
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		return outcome{}, nil
+		return plan.Plan{}, nil
 	}
 	if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
 		metrics.Errors.WithLabelValues("patch").Inc()
@@ -102,21 +96,21 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (o
 	return out, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) (outcome, error) {
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) (plan.Plan, error) {
 	if err := r.Config.Key.Current(); err != nil {
-		return outcome{}, err
+		return plan.Plan{}, err
 	}
-	in, err := r.gather(ctx, obj)
+	in, err := r.gather(ctx, obj, true)
 	if err != nil {
-		return outcome{}, err
+		return plan.Plan{}, err
 	}
 	p := plan.Decide(in)
 	if p.Action == plan.Restart {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
-			return outcome{}, err
+			return plan.Plan{}, err
 		}
 	}
-	return outcome{decided: true, input: in, plan: p}, r.apply(ctx, key, obj, in, p)
+	return p, r.apply(ctx, key, obj, in, p)
 }
 
 // verify decides a restart again with the changed objects read from the API
@@ -139,7 +133,7 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 			if err != nil {
 				return p, err
 			}
-			cfg = r.configOf(ctx, obj, d.Keys)
+			cfg = r.configOf(ctx, obj, d.Keys, true)
 		}
 		in.Configs[c.Ref.ID()] = cfg
 	}
@@ -147,9 +141,11 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 }
 
 // gather reads everything plan.Decide needs from the workload and the store.
-// Malformed annotations are reported and read as absent, so they never stop
-// the workload from being handled.
-func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input, error) {
+// Malformed annotations and records are read as absent, so they never stop
+// the workload from being handled, and reported when report is true: once
+// per decision that is applied, not again for a decision made only to
+// triage a change (see changeUsers).
+func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool) (plan.Input, error) {
 	log := ctrl.LoggerFrom(ctx)
 	uses, err := r.resolve.Refs(obj)
 	if err != nil {
@@ -163,24 +159,30 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 		RestartOnCreate: r.Config.RestartOnCreate,
 		ReloadOnDelete:  r.Config.ReloadOnDelete,
 	}
-	r.checkAnnotations(ctx, obj)
+	if report {
+		r.checkAnnotations(ctx, obj)
+	}
 	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {
 		switch in.Recorded, err = plan.ParseRecord(s); {
 		case err != nil:
-			log.Error(err, "Ignoring unreadable record; adopting the workload as new")
-			metrics.Errors.WithLabelValues("record").Inc()
+			if report {
+				log.Error(err, "Ignoring unreadable record; adopting the workload as new")
+				metrics.Errors.WithLabelValues("record").Inc()
+			}
 		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.Hasher.ID():
 			// Another replica may already have the installation's new key:
 			// adopting its record would lose the change it stands for.
 			if err := r.Config.Key.Verify(ctx); err != nil {
 				return plan.Input{}, err
 			}
-			log.Info("Record made with another hash key; adopting the workload as new")
+			if report {
+				log.Info("Record made with another hash key; adopting the workload as new")
+			}
 			in.Recorded = nil
 		}
 	}
 	for _, ref := range in.Refs {
-		cfg, err := r.config(ctx, obj.GetNamespace(), ref)
+		cfg, err := r.config(ctx, obj.GetNamespace(), ref, report)
 		if err != nil {
 			return plan.Input{}, err
 		}
@@ -190,7 +192,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object) (plan.Input,
 }
 
 // config returns the current state of one referenced object from the store.
-func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref) (plan.Config, error) {
+func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref, report bool) (plan.Config, error) {
 	obj, err := r.Store.Get(string(ref.Kind), namespace, ref.Name)
 	if err != nil || obj == nil {
 		return plan.Config{}, err
@@ -199,13 +201,16 @@ func (r *Reconciler) config(ctx context.Context, namespace string, ref refs.Ref)
 	if err != nil {
 		return plan.Config{}, err
 	}
-	return r.configOf(ctx, obj, d.Keys), nil
+	return r.configOf(ctx, obj, d.Keys, report), nil
 }
 
 // configOf returns the state of a ConfigMap or Secret that exists, with keys
-// hashed, for plan.Decide and its rules.
-func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[string]string) plan.Config {
-	r.checkAnnotations(ctx, obj)
+// hashed, for plan.Decide and its rules, reporting its malformed annotations
+// if report is true.
+func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[string]string, report bool) plan.Config {
+	if report {
+		r.checkAnnotations(ctx, obj)
+	}
 	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels()}
 }
 

@@ -57,7 +57,7 @@ func TestVerifyRestarts(t *testing.T) {
 
 	// The store alone says restart: the scenario is real.
 	cached, _ := st.Get("Deployment", "ns", "web")
-	in, err := r.gather(ctx, cached)
+	in, err := r.gather(ctx, cached, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestVerifyRestarts(t *testing.T) {
 	if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
 		t.Fatal(err)
 	}
-	if _, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]; restarted || out.plan.Action == plan.Restart {
-		t.Errorf("restarted to the store's older content (plan %v)", out.plan.Action)
+	if _, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]; restarted || out.Action == plan.Restart {
+		t.Errorf("restarted to the store's older content (plan %v)", out.Action)
 	}
 }
