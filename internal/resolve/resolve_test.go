@@ -101,3 +101,74 @@ func TestAnnotations(t *testing.T) {
 		t.Errorf("no annotations: %v", got)
 	}
 }
+
+// configs is a resolve.Configs over a fixed list.
+type configs []*metav1.PartialObjectMetadata
+
+func (c configs) List(kind refs.Kind, ns string) ([]*metav1.PartialObjectMetadata, error) {
+	var out []*metav1.PartialObjectMetadata
+	for _, o := range c {
+		if o.Kind == string(kind) && o.Namespace == ns {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func stored(kind refs.Kind, ns, name string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: string(kind)}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// TestMatches: a reload list with patterns matches the objects of the
+// workload's namespace and kind that an entry matches, whole and optional,
+// united with the pod spec's; the store indexes the workload under the
+// kinds it matches; an ignored namespace matches nothing.
+func TestMatches(t *testing.T) {
+	d := deployment("shop")
+	d.Annotations = map[string]string{
+		"configmap.reloader.stakater.com/reload": "app-.*, settings",
+		"secret.reloader.stakater.com/reload":    "tls",
+	}
+	all := configs{
+		stored(refs.ConfigMap, "shop", "app-a"), stored(refs.ConfigMap, "shop", "app-b"),
+		stored(refs.ConfigMap, "shop", "other"), stored(refs.ConfigMap, "else", "app-c"),
+		stored(refs.Secret, "shop", "app-s"),
+	}
+	whole := func(kind refs.Kind, name string) refs.Ref {
+		return refs.Ref{Kind: kind, Name: name, AllKeys: true, Optional: true}
+	}
+	r := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}})
+	if diff := cmp.Diff([]refs.Kind{refs.ConfigMap}, r.Wildcards(d)); diff != "" {
+		t.Errorf("Wildcards (-want +got):\n%s", diff)
+	}
+	got, err := r.Resolve(d, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []refs.Ref{
+		whole(refs.ConfigMap, "app-a"), whole(refs.ConfigMap, "app-b"),
+		{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true},
+		whole(refs.ConfigMap, "settings"),
+		{Kind: refs.Secret, Name: "sec", AllKeys: true},
+		whole(refs.Secret, "tls"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Resolve (-want +got):\n%s", diff)
+	}
+	// Names only: no wildcard, nothing listed.
+	plain := deployment("shop")
+	plain.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "settings"}
+	if w := r.Wildcards(plain); w != nil {
+		t.Errorf("Wildcards of a list of names = %v", w)
+	}
+	ignoring := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}, IgnoreConfigMapNamespaces: []string{"shop"}})
+	if w := ignoring.Wildcards(d); w != nil {
+		t.Errorf("Wildcards in an ignored namespace = %v", w)
+	}
+	got, _ = ignoring.Resolve(d, all)
+	for _, ref := range got {
+		if ref.Kind == refs.ConfigMap {
+			t.Errorf("ignored namespace: ConfigMap %s resolved", ref.Name)
+		}
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -83,14 +84,19 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
+		tmpl := podTemplate(log, kind, w)
+		meta := objectMeta(w)
+		if tmpl != nil {
+			// The annotations that opt in may be on the pod template.
+			meta.Annotations = optin.Effective(meta.Annotations, tmpl.Annotations)
+		}
 		out := &metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Name()},
-			ObjectMeta: Meta(objectMeta(w), keepRefs),
+			ObjectMeta: Meta(meta, keepRefs),
 		}
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		tmpl := podTemplate(log, kind, w)
 		var uses []refs.Ref
 		if tmpl != nil {
 			uses = refs.FromPodSpec(&tmpl.Spec)
