@@ -40,9 +40,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	// The store's index and the reconciler find references alike.
-	resolver := resolve.New(resolve.Options{
-		Sources:                   []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}},
+	// The store's index and the reconciler find references alike, and as
+	// the graph and explain commands do.
+	resolver := resolve.Standard(resolve.Settings{
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})

@@ -101,3 +101,36 @@ func TestAnnotations(t *testing.T) {
 		t.Errorf("no annotations: %v", got)
 	}
 }
+
+// TestExplain: Explain finds what Refs finds, says which sources found each
+// object, and keeps the ignored ones, marked.
+func TestExplain(t *testing.T) {
+	d := deployment("shop")
+	d.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "cfg,extra"}
+	r := resolve.Standard(resolve.Settings{IgnoreSecretNamespaces: []string{"shop"}})
+	got, err := r.Explain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []resolve.Origin{
+		{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true}, Sources: []string{"pod spec", "reload lists"}},
+		{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "extra", AllKeys: true, Optional: true}, Sources: []string{"reload lists"}},
+		{Ref: refs.Ref{Kind: refs.Secret, Name: "sec", AllKeys: true}, Sources: []string{"pod spec"}, Ignored: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Explain (-want +got):\n%s", diff)
+	}
+	kept, err := r.Refs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notIgnored []refs.Ref
+	for _, o := range got {
+		if !o.Ignored {
+			notIgnored = append(notIgnored, o.Ref)
+		}
+	}
+	if diff := cmp.Diff(kept, notIgnored); diff != "" {
+		t.Errorf("Explain's references not ignored differ from Refs (-Refs +Explain):\n%s", diff)
+	}
+}
