@@ -34,7 +34,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-
 // TestGolden: the text, JSON and DOT outputs of the scenario, byte for
 // byte, and none of them shows a Secret value or a whole hash.
 func TestGolden(t *testing.T) {
