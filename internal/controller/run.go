@@ -94,6 +94,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CronJobTrigger:     o.CronJobTrigger,
+		DryRun:             o.DryRun,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
 		Strategy:           strategy,
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}
-	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)
 }
 

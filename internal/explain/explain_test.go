@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/graph/formats/dot"
 
 	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/refs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
@@ -68,14 +69,11 @@ func TestGolden(t *testing.T) {
 		name := strings.ToLower(rep.Kind) + "-" + rep.Name
 		outputs["explain-"+name+".txt"], outputs["explain-"+name+".json"] = text.Bytes(), js.Bytes()
 	}
-	var metas []explain.Config
-	for _, c := range s.configs {
-		if c.Found {
-			c.Keys = nil // a graph reads metadata only
-			metas = append(metas, c)
-		}
-	}
-	g := explain.BuildGraph(set, s.objects(), metas)
+	g := explain.BuildGraph(set, s.objects(), func(kind refs.Kind, _, name string) explain.Config {
+		c := s.configs[string(kind)+"/"+name]
+		c.Keys = nil // a graph reads metadata only
+		return c
+	})
 	var text, js, dg bytes.Buffer
 	for _, err := range []error{g.WriteText(&text), explain.WriteJSON(&js, g), g.WriteDOT(&dg)} {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -40,19 +41,16 @@ type GraphConfig struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// State is present, absent or not-watched (as Use.State).
+	// State is present, absent, unreadable or not-watched (as Use.State).
 	State string `json:"state"`
 	// UsedBy are its users, "Kind/name", sorted.
 	UsedBy []string `json:"usedBy"`
 }
 
-// BuildGraph draws the graph of workloads and configs, the ConfigMaps and
-// Secrets of their namespaces as their metadata were read (Keys unused).
-func BuildGraph(s Settings, workloads []client.Object, configs []Config) Graph {
-	byID := map[string]Config{}
-	for _, c := range configs {
-		byID[c.Namespace+"/"+c.ID()] = c
-	}
+// BuildGraph draws the graph of workloads. config returns what was read of
+// the ConfigMap or Secret kind namespace/name (its metadata: Keys are not
+// used).
+func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kind, namespace, name string) Config) Graph {
 	g := Graph{Workloads: []GraphWorkload{}, Configs: []GraphConfig{}}
 	used := map[string]*GraphConfig{}
 	for _, obj := range workloads {
@@ -68,10 +66,7 @@ func BuildGraph(s Settings, workloads []client.Object, configs []Config) Graph {
 		in := plan.Input{Rules: s.Rules, Annotations: obj.GetAnnotations()}
 		for _, o := range origins {
 			key := obj.GetNamespace() + "/" + o.Ref.ID()
-			cfg, ok := byID[key]
-			if !ok {
-				cfg = Config{Kind: o.Ref.Kind, Namespace: obj.GetNamespace(), Name: o.Ref.Name}
-			}
+			cfg := config(o.Ref.Kind, obj.GetNamespace(), o.Ref.Name)
 			u, _, _ := s.use(in, o, cfg, where[o.Ref.ID()])
 			gw.Uses = append(gw.Uses, u)
 			gc := used[key]
