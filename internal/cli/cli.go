@@ -42,7 +42,9 @@ func IsCommand(arg string) bool { return arg == cmdGraph || arg == cmdExplain }
 
 // IsPlugin tells whether the binary was started as a kubectl plugin, from
 // its argv[0].
-func IsPlugin(argv0 string) bool { return strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName }
+func IsPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName
+}
 
 // Main runs the command named by args[1] (argv without its first element
 // removed) and returns the process's exit code: 0 done, 1 failed, 2 bad

@@ -150,4 +150,3 @@ func writeKubeconfig(t *testing.T) string {
 	}
 	return path
 }
-
