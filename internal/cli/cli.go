@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -197,6 +198,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*metav1.PartialObjectMetadata{}}
 	if c.name == cmdGraph {
 		g, err := r.graph(ctx, s, c.allNamespaces)
 		if err != nil {

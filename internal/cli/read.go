@@ -102,7 +102,7 @@ func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (r
 		return nil, fmt.Errorf("get %s %s/%s: %w", kind.workload.Name(), r.namespace, name, err)
 	}
 	w := explain.Workload{Object: obj, Configs: map[string]explain.Config{}}
-	origins, err := s.Resolver.Explain(obj)
+	origins, err := s.Resolver.Explain(obj, s.Configs)
 	if err != nil {
 		return nil, err
 	}
@@ -246,4 +246,33 @@ func (r *reader) graph(ctx context.Context, s explain.Settings, all bool) (expla
 		}
 		return c
 	}), nil
+}
+
+// lister lists the ConfigMaps or Secrets of a namespace, metadata only,
+// once per kind and namespace: the resolver expands reload-list patterns
+// against them (resolve.Configs).
+type lister struct {
+	ctx   context.Context
+	c     client.Client
+	lists map[string][]*metav1.PartialObjectMetadata
+}
+
+// List implements resolve.Configs.
+func (l *lister) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	id := string(kind) + "/" + namespace
+	if objs, ok := l.lists[id]; ok {
+		return objs, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind) + "List"))
+	if err := l.c.List(l.ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list %ss of %s: %w", strings.ToLower(string(kind)), namespace, err)
+	}
+	objs := make([]*metav1.PartialObjectMetadata, 0, len(list.Items))
+	for i := range list.Items {
+		list.Items[i].Kind = string(kind)
+		objs = append(objs, &list.Items[i])
+	}
+	l.lists[id] = objs
+	return objs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -133,7 +134,7 @@ func ExplainConfig(s Settings, cfg Config, candidates []Workload) ConfigReport {
 // user describes how w uses cfg, if it does; state is cfg's state.
 func (s Settings) user(cfg Config, w Workload, state string) (ConfigUser, bool, error) {
 	obj := w.Object
-	origins, err := s.Resolver.Explain(obj)
+	origins, err := s.Resolver.Explain(obj, s.configs())
 	if err != nil {
 		return ConfigUser{}, false, fmt.Errorf("find the references of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -143,7 +144,7 @@ func (s Settings) user(cfg Config, w Workload, state string) (ConfigUser, bool, 
 	}
 	kind, _ := workload.Of(obj)
 	var notes []string
-	in := plan.Input{Rules: s.Rules, Annotations: obj.GetAnnotations()}
+	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj)}
 	u, _, _ := s.use(in, origins[i], cfg, paths(obj, origins)[cfg.ID()])
 	cu := ConfigUser{Kind: kind.Name(), Name: obj.GetName(), AllKeys: u.AllKeys, Keys: u.Keys, Sources: u.Sources,
 		Paths: u.Paths, Verdict: u.Verdict, Rule: u.Rule, Effect: EffectNone}

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,7 +62,25 @@ type Settings struct {
 	// HashKeyProblem says why.
 	HashKeyID      string
 	HashKeyProblem string
+	// Configs lists the ConfigMaps and Secrets of a namespace (metadata),
+	// for the references a workload makes by pattern (reload-list
+	// patterns): the resolver expands them as the controller does from its
+	// store. Nil: none.
+	Configs resolve.Configs
 }
+
+// configs returns s.Configs, or a lister of nothing.
+func (s Settings) configs() resolve.Configs {
+	if s.Configs == nil {
+		return noConfigs{}
+	}
+	return s.Configs
+}
+
+// noConfigs lists no object.
+type noConfigs struct{}
+
+func (noConfigs) List(refs.Kind, string) ([]*metav1.PartialObjectMetadata, error) { return nil, nil }
 
 // Config is what was read of one ConfigMap or Secret.
 type Config struct {

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -58,12 +59,12 @@ func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kin
 		gw := GraphWorkload{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Uses: []Use{}}
 		gw.Excluded = s.watched(obj)
 		gw.Watched = gw.Excluded == ""
-		origins, err := s.Resolver.Explain(obj)
+		origins, err := s.Resolver.Explain(obj, s.configs())
 		if err != nil {
 			gw.Error = err.Error()
 		}
 		where := paths(obj, origins)
-		in := plan.Input{Rules: s.Rules, Annotations: obj.GetAnnotations()}
+		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj)}
 		for _, o := range origins {
 			key := obj.GetNamespace() + "/" + o.Ref.ID()
 			cfg := config(o.Ref.Kind, obj.GetNamespace(), o.Ref.Name)

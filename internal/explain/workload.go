@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -136,11 +137,11 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	obj := w.Object
 	kind, _ := workload.Of(obj)
 	rep := WorkloadReport{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Restarts: restarts(w.Events)}
-	origins, err := s.Resolver.Explain(obj)
+	origins, err := s.Resolver.Explain(obj, s.configs())
 	if err != nil {
 		return rep, fmt.Errorf("find the references of %s %s/%s: %w", rep.Kind, rep.Namespace, rep.Name, err)
 	}
-	in := plan.Input{Rules: s.Rules, Annotations: obj.GetAnnotations(), Configs: map[string]plan.Config{},
+	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), Configs: map[string]plan.Config{},
 		RestartOnCreate: s.RestartOnCreate, ReloadOnDelete: s.ReloadOnDelete}
 	for _, o := range origins {
 		if !o.Ignored {

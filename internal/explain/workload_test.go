@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,5 +154,40 @@ func TestExplainConfig(t *testing.T) {
 	}
 	if len(rep.NewKey) != 0 {
 		t.Errorf("a new key restarts %v; want nothing (the only reader of every key rolls on delete)", rep.NewKey)
+	}
+}
+
+// listed is a resolve.Configs over fixed objects.
+type listed []*metav1.PartialObjectMetadata
+
+func (l listed) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	var out []*metav1.PartialObjectMetadata
+	for _, o := range l {
+		if o.Kind == string(kind) && o.Namespace == namespace {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// TestExplainWorkloadPatterns: a reload-list pattern names the objects of
+// the namespace it matches, as the controller expands it from its store.
+func TestExplainWorkloadPatterns(t *testing.T) {
+	s, set := newScenario(), settings()
+	extra := configMap("extra-1", map[string]string{"k": "v"}, nil)
+	s.configs["ConfigMap/extra-1"] = config(extra)
+	set.Configs = listed{{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra-1"}}}
+	s.cache.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "extra-.*"}
+	rep, err := explain.ExplainWorkload(set, explain.Workload{Object: s.cache, Configs: s.configs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range rep.Uses {
+		got = append(got, u.Kind+"/"+u.Name+" "+strings.Join(u.Sources, ",")+" "+u.Verdict)
+	}
+	want := []string{"ConfigMap/app-config pod spec count", "ConfigMap/extra-1 reload lists count"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("uses (-want +got):\n%s", diff)
 	}
 }

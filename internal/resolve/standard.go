@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Settings are the settings of an installation of watcher that say which
@@ -41,28 +42,47 @@ type Origin struct {
 	Ignored bool
 }
 
-// Explain returns every object obj refers to, sorted as Refs sorts them,
-// with where each reference came from. The references not Ignored are
-// exactly what Refs returns.
-func (r *Resolver) Explain(obj client.Object) ([]Origin, error) {
-	lists := make([][]refs.Ref, 0, len(r.sources))
+// Explain returns every object obj refers to, sorted as Resolve sorts
+// them, with where each reference came from. The references not Ignored
+// are exactly what Resolve(obj, configs) returns; a reference a source names
+// in an ignored namespace is kept, marked Ignored (a match there is not
+// expanded, as in Resolve).
+func (r *Resolver) Explain(obj client.Object, configs Configs) ([]Origin, error) {
+	if workload.Delegates(obj) {
+		return nil, nil
+	}
+	var lists [][]refs.Ref
 	found := map[string][]string{}
+	add := func(source string, rs []refs.Ref) {
+		lists = append(lists, rs)
+		for _, ref := range rs {
+			if !slices.Contains(found[ref.ID()], source) {
+				found[ref.ID()] = append(found[ref.ID()], source)
+			}
+		}
+	}
 	for _, s := range r.sources {
 		rs, err := s.Refs(obj)
 		if err != nil {
 			return nil, err
 		}
-		lists = append(lists, rs)
-		for _, ref := range rs {
-			if !slices.Contains(found[ref.ID()], s.Name()) {
-				found[ref.ID()] = append(found[ref.ID()], s.Name())
+		add(s.Name(), rs)
+		m, ok := s.(Matcher)
+		if !ok {
+			continue
+		}
+		for _, match := range m.Matches(obj) {
+			if r.ignored[match.Kind][obj.GetNamespace()] {
+				continue
 			}
+			rs, err := expand(match, obj.GetNamespace(), configs)
+			if err != nil {
+				return nil, err
+			}
+			add(s.Name(), rs)
 		}
 	}
-	uses := lists[0]
-	if len(lists) > 1 {
-		uses = refs.Merge(lists...)
-	}
+	uses := refs.Merge(lists...)
 	out := make([]Origin, 0, len(uses))
 	for _, u := range uses {
 		out = append(out, Origin{Ref: u, Sources: found[u.ID()], Ignored: r.ignored[u.Kind][obj.GetNamespace()]})
