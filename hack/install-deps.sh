@@ -13,3 +13,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 hack/controlplane-bins.sh >/dev/null
 hack/crds.sh >/dev/null
+# The install tests (test/install): the helm CLI and the Prometheus
+# Operator's CRDs.
+hack/helm.sh >/dev/null
+hack/monitoring-crds.sh >/dev/null
