@@ -1,13 +1,17 @@
 package install
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // TestRBAC installs the chart with helm into a namespace enforcing the
@@ -101,11 +105,15 @@ func TestRBAC(t *testing.T) {
 			}
 
 			a := newApp(t, tc.apps)
+			cj := fixture.CronJob(tc.apps, "nightly", fixture.EnvFrom("cfg", ""))
+			g.Expect(k8s.Create(ctx, cj)).To(Succeed())
 			w := startWatcher(t, watcherBin, d, tokenKubeconfig(t, ns, tc.release+"-watcher"), nil)
 			a.waitAdopted(t)
 			a.change(t, "2")
 			a.waitRollouts(t, 1)
 			a.stayRollouts(t, 1, time.Second)
+			// With the CronJob trigger, the restarted CronJob also runs now.
+			g.Eventually(func() int { return len(jobs(t, tc.apps)) }, wait, 100*time.Millisecond).Should(Equal(triggered(tc.args)), "Jobs created by the CronJob trigger")
 			noForbidden(t, w)
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.release + "-watcher-hash-key"}, &corev1.Secret{})).To(Succeed())
 			if tc.name == "namespaced" {
@@ -117,6 +125,25 @@ func TestRBAC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// triggered is how many Jobs a restart of a CronJob creates with helm
+// arguments args: one with the CronJob trigger.
+func triggered(args []string) int {
+	if slices.Contains(args, "restart.cronjobTrigger=true") {
+		return 1
+	}
+	return 0
+}
+
+// jobs lists the Jobs of ns.
+func jobs(t *testing.T, ns string) []batchv1.Job {
+	t.Helper()
+	var l batchv1.JobList
+	if err := k8s.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
 }
 
 // canI asks `kubectl auth can-i` whether the ServiceAccount ns/sa may do
