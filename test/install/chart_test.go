@@ -113,8 +113,23 @@ func TestTemplate(t *testing.T) {
 				g.Expect(warnings).To(BeEmpty(), "%s %s", o.GetKind(), o.GetName())
 			}
 			g.Expect(d.Spec.Template.Spec.EnableServiceLinks).To(Equal(ptr.To(false)))
-			admitPod(t, ns, d)
+			admitPod(t, ns, d.Spec.Template.Spec)
 		})
+	}
+}
+
+// TestRedisExample: the example Redis of deploy/redis.yaml is accepted by
+// the API server and its pod meets the restricted standard.
+func TestRedisExample(t *testing.T) {
+	ns := namespace(t, "redis-example", restricted)
+	for _, o := range readObjects(t, filepath.Join(root, "deploy", "redis.yaml")) {
+		o.SetNamespace(ns)
+		NewWithT(t).Expect(dryRunApply(t, o)).To(BeEmpty(), "%s %s", o.GetKind(), o.GetName())
+		if o.GetKind() == "StatefulSet" {
+			var s appsv1.StatefulSet
+			NewWithT(t).Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &s)).To(Succeed())
+			admitPod(t, ns, s.Spec.Template.Spec)
+		}
 	}
 }
 
@@ -156,16 +171,16 @@ func dryRunApply(t *testing.T, o *unstructured.Unstructured) []string {
 	return w.msgs
 }
 
-// admitPod creates a Pod of d's template in ns (a restricted namespace) as a
-// dry run: the API server admits it. The same pod without its security
-// contexts is refused, so the namespace does enforce the standard.
-func admitPod(t *testing.T, ns string, d *appsv1.Deployment) {
+// admitPod creates a Pod of spec in ns (a restricted namespace) as a dry
+// run: the API server admits it. The same pod without its security contexts
+// is refused, so the namespace does enforce the standard.
+func admitPod(t *testing.T, ns string, spec corev1.PodSpec) {
 	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *d.Spec.Template.Spec.DeepCopy()}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *spec.DeepCopy()}
 	if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
-		t.Fatalf("the restricted standard refuses watcher's pod: %v", err)
+		t.Fatalf("the restricted standard refuses the pod: %v", err)
 	}
-	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *d.Spec.Template.Spec.DeepCopy()}
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *spec.DeepCopy()}
 	bad.Spec.SecurityContext, bad.Spec.Containers[0].SecurityContext = nil, nil
 	if err := k8s.Create(ctx, bad, client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Fatalf("namespace %s does not enforce the restricted standard: %v", ns, err)
