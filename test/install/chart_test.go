@@ -138,8 +138,12 @@ func TestRedisExample(t *testing.T) {
 func TestTemplateRefuses(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"rbac.scope=namespaced", "needs the namespaces to watch in discovery.namespaces"},
-		{"rbac.scope=everywhere", "rbac.scope must be cluster or namespaced"},
+		{"rbac.scope=everywhere", "value must be one of 'cluster', 'namespaced'"},
 		{"replicas=3,lock.mode=none", "replicas > 1 needs lock.mode lease or redis"},
+		// values.schema.json
+		{"lock.mode=redis2", "value must be one of 'lease', 'redis', 'none'"},
+		{"replica=3", "additional properties 'replica' not allowed"},
+		{"restart.coalesce=soon", "/restart/coalesce"},
 	} {
 		out, err := helm(t, "template", "tpl", chart, "--set", tc.args)
 		if err == nil || !strings.Contains(out, tc.want) {
