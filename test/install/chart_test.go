@@ -169,7 +169,7 @@ func dryRunApply(t *testing.T, o *unstructured.Unstructured) []string {
 		t.Fatal(err)
 	}
 	o = o.DeepCopy()
-	if err := c.Patch(ctx, o, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("install-test")); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("install-test")); err != nil {
 		t.Fatalf("server-side dry-run of %s %s: %v", o.GetKind(), o.GetName(), err)
 	}
 	return w.msgs
@@ -188,6 +188,23 @@ func admitPod(t *testing.T, ns string, spec corev1.PodSpec) {
 	bad.Spec.SecurityContext, bad.Spec.Containers[0].SecurityContext = nil, nil
 	if err := k8s.Create(ctx, bad, client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Fatalf("namespace %s does not enforce the restricted standard: %v", ns, err)
+	}
+	// A workload of that pod is admitted with warnings: dryRunApply sees
+	// them.
+	dep := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pss"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pss"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "pss"}}, Spec: bad.Spec},
+		},
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := dryRunApply(t, &unstructured.Unstructured{Object: u}); len(w) == 0 {
+		t.Fatalf("no Pod Security warning for a Deployment of a pod the standard refuses")
 	}
 }
 

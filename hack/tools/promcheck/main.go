@@ -86,7 +86,7 @@ func checkRules(path string, names map[string]bool) []error {
 // panel is what of a Grafana panel holds queries: its targets, and the
 // panels of a row.
 type panel struct {
-	Title   string  `json:"title"`
+	Title   string `json:"title"`
 	Targets []struct {
 		Expr string `json:"expr"`
 	} `json:"targets"`
