@@ -22,7 +22,7 @@ build: ## build bin/watcher
 	@echo "build: bin/watcher (the first build downloads Go modules)"
 	@$(GO) build -o bin/watcher ./cmd/watcher
 
-test: build deps ## run every test: unit, integration, end-to-end and fuzz (installs what they need first)
+test: build deps image ## run every test: unit, integration, end-to-end, install and fuzz (installs what they need first)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory fuzz
 
