@@ -132,6 +132,7 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "COALESCE_MAX" .Values.restart.coalesceMax) }}
 {{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
 {{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
+{{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}
 {{- include "watcher.env" (list "LOCK_BACKEND" .Values.lock.mode) }}
 {{- include "watcher.env" (list "HASH_KEY_SECRET" (include "watcher.hashKeySecret" .)) }}
 {{- if eq .Values.lock.mode "lease" }}
