@@ -35,13 +35,18 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		r.missing(ctx, key, obj, p.Missing)
 	}
 	strategy := r.strategy(ctx, obj)
-	if p.Action == plan.None {
+	onDelete := workload.OnDelete(obj) // before the patch replaces obj
+	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
+	if p.Action == plan.None || !admitted {
 		return nil
 	}
-	onDelete := workload.OnDelete(obj) // before the patch replaces obj
 	kind, _ := workload.ByName(key.Kind)
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch)); err != nil {
+	err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
+	if gated {
+		r.guards.done(ctx, key, obj, req, err)
+	}
+	if err != nil {
 		return r.patchFailed(ctx, key, obj, err)
 	}
 	switch p.Action {

@@ -40,6 +40,8 @@ type Reconciler struct {
 	resolve  *resolve.Resolver
 	// rules say which references count (plan.Input.Rules).
 	rules plan.Chain
+	// guards hold restarts that would be a storm (see hold.go).
+	guards *guards
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -69,6 +71,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if err == nil {
+		r.guards.observe(ctx, key, cached)
+	}
 	if err != nil || cached == nil {
 		return plan.Plan{}, err
 	}

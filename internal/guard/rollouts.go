@@ -24,7 +24,9 @@ import (
 //	Seen rolling, not tracked                   in progress (found in the
 //	                                            cluster: a restart of
 //	                                            watcher, a handover)
-//	Seen done, in progress                      finished (Finished)
+//	Seen done, in progress                      finished (Finished), unless
+//	                                            seen at a generation older
+//	                                            than the restart's (Wrote)
 //	Seen done, failed                           recovered: holds lifted
 //	Sweep, in progress longer than Timeout      failed (Failure)
 //	Gone (workload deleted)                     forgotten
@@ -49,6 +51,9 @@ type rollout struct {
 	sources []Source
 	// here: started by this replica (not found in the cluster).
 	here bool
+	// generation is the workload's generation the restart wrote: an
+	// older state of the workload says nothing about this rollout.
+	generation int64
 	// reserved: admitted, not yet written; fresh: the reservation made
 	// the entry (else it reserves the workload's own rollout in progress).
 	reserved, fresh bool
@@ -113,7 +118,11 @@ func before(a, b waiter) bool {
 func (w *Rollouts) Commit(r Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.running[r.Key] = &rollout{kind: r.Kind, start: r.Now, sources: r.Sources, here: true}
+	gen := int64(0)
+	if old, ok := w.running[r.Key]; ok {
+		gen = old.generation
+	}
+	w.running[r.Key] = &rollout{kind: r.Kind, start: r.Now, sources: r.Sources, here: true, generation: gen}
 	delete(w.failed, r.Key)
 }
 
@@ -142,18 +151,29 @@ type Finished struct {
 	Recovered bool
 }
 
-// Seen records the state of a workload restarted by watcher, as the
-// cluster shows it: rolling or done. It returns the rollout that finished
-// with it, if one did.
-func (w *Rollouts) Seen(key, kind string, rolling bool, now time.Time, sources []Source) (Finished, bool) {
+// Wrote records the generation of the workload that the restart of key
+// wrote, before Commit, so that a state of the workload seen from
+// before the write is not taken for the end of its rollout.
+func (w *Rollouts) Wrote(key string, generation int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ro, ok := w.running[key]; ok {
+		ro.generation = generation
+	}
+}
+
+// Seen records the state of a workload restarted by watcher, at
+// generation, as the cluster shows it: rolling or done. It returns the
+// rollout that finished with it, if one did.
+func (w *Rollouts) Seen(key, kind string, rolling bool, generation int64, now time.Time, sources []Source) (Finished, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ro, running := w.running[key]
 	f, failed := w.failed[key]
 	switch {
 	case rolling && !running && !failed:
-		w.running[key] = &rollout{kind: kind, start: now, sources: sources}
-	case !rolling && running && !ro.reserved:
+		w.running[key] = &rollout{kind: kind, start: now, sources: sources, generation: generation}
+	case !rolling && running && !ro.reserved && generation >= ro.generation:
 		delete(w.running, key)
 		out := Finished{Kind: ro.kind}
 		if ro.here {

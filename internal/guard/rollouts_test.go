@@ -147,7 +147,7 @@ func TestRollouts(t *testing.T) {
 					}
 					chain.Cancel(r)
 				case "done", "rolling":
-					w.Seen(key, "Deployment", o.do == "rolling", now, []guard.Source{src})
+					w.Seen(key, "Deployment", o.do == "rolling", 0, now, []guard.Source{src})
 				case "sweep":
 					var got []string
 					for _, f := range w.Sweep(now) {
@@ -185,17 +185,21 @@ func TestRolloutDuration(t *testing.T) {
 	w := guard.NewRollouts(0, time.Minute, true)
 	r := req("a/a", at(0))
 	w.Check(r)
+	w.Wrote(r.Key, 5)
 	w.Commit(r)
-	f, ok := w.Seen(r.Key, "Deployment", false, at(7*time.Second), nil)
+	if _, ok := w.Seen(r.Key, "Deployment", false, 4, at(time.Second), nil); ok {
+		t.Error("a state from before the restart finished it")
+	}
+	f, ok := w.Seen(r.Key, "Deployment", false, 5, at(7*time.Second), nil)
 	if !ok || f.Duration != 7*time.Second || f.Recovered {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
 	// Found rolling in the cluster: finished, with no known duration.
-	w.Seen("Deployment a/b", "Deployment", true, at(0), nil)
-	if f, ok := w.Seen("Deployment a/b", "Deployment", false, at(time.Second), nil); !ok || f.Duration != 0 {
+	w.Seen("Deployment a/b", "Deployment", true, 3, at(0), nil)
+	if f, ok := w.Seen("Deployment a/b", "Deployment", false, 3, at(time.Second), nil); !ok || f.Duration != 0 {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
-	if _, ok := w.Seen("Deployment a/c", "Deployment", false, at(time.Second), nil); ok {
+	if _, ok := w.Seen("Deployment a/c", "Deployment", false, 1, at(time.Second), nil); ok {
 		t.Error("a workload never rolling finished")
 	}
 	msg := guard.Chain{w.FailedGate()}.Check(r).Message
