@@ -90,7 +90,7 @@ func TestRollouts(t *testing.T) {
 				{at: 10 * time.Minute, do: "sweep", failed: all("a/a"), next: all("a/b"), inProg: 0},
 				{do: "ask", key: "a/b", hold: guard.ReasonFailedRollout},
 				{do: "ask", key: "a/c", src: "v2", inProg: 1}, // another change of the source
-				{do: "done", key: "a/a"}, // recovered
+				{do: "done", key: "a/a"},                      // recovered
 				{do: "ask", key: "a/b", hold: guard.ReasonWave},
 			},
 		},

@@ -139,7 +139,9 @@ func TestFlappingSecretIsHeld(t *testing.T) {
 	}
 	lastWrite := time.Now()
 	for _, kind := range []string{"Secret", "Deployment"} {
-		g.Eventually(func() string { return eventNote(t, ns, kind, map[string]string{"Secret": "Flapping", "Deployment": "RestartHeld"}[kind]) }, wait, 100*time.Millisecond).
+		g.Eventually(func() string {
+			return eventNote(t, ns, kind, map[string]string{"Secret": "Flapping", "Deployment": "RestartHeld"}[kind])
+		}, wait, 100*time.Millisecond).
 			Should(And(ContainSubstring("Secret "+ns+"/tls changed"), ContainSubstring(managers[0]), ContainSubstring(managers[1]),
 				ContainSubstring("quiet for 4s")), "Warning on the %s", kind)
 	}
