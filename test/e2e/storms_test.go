@@ -23,6 +23,10 @@ import (
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
+// guardsOff turns the restart guards off, for the tests that make many
+// changes to test something else (locks, failover, queues).
+var guardsOff = []string{"--restart-budget=0", "--flap-threshold=0", "--max-concurrent-rollouts=0"}
+
 // slowDeployment is a one-replica Deployment whose pods become Ready delay
 // after they are scheduled (see cluster.ReadyDelayAnnotation).
 func slowDeployment(ns, name string, spec corev1.PodSpec, delay time.Duration) *appsv1.Deployment {
