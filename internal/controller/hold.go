@@ -96,6 +96,9 @@ type hold struct {
 	// token is the release annotations of the workload and its sources
 	// when the hold began: a new value releases it.
 	token string
+	// released: a person released it, and a gate that a release does not
+	// lift (the wave) holds it now.
+	released bool
 }
 
 func newGuards(cfg GuardConfig, st *store.Store, rec recorder.EventRecorder) *guards {
@@ -149,7 +152,7 @@ func (g *guards) admit(ctx context.Context, key workload.Key, obj client.Object,
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
 	g.mu.Unlock()
-	req.Released = wasHeld && h.token != token
+	req.Released = wasHeld && (h.released || h.token != token)
 	v := g.chain.Check(req)
 	if !v.Hold {
 		return req, true
@@ -242,9 +245,9 @@ func (g *guards) held1(ctx context.Context, key workload.Key, obj client.Object,
 	h, was := g.held[key]
 	fresh := !was || h.reason != v.Reason
 	if fresh {
-		g.held[key] = hold{reason: v.Reason, since: req.Now, token: token}
-	} else if h.token != token { // released, but held by the same gate again
-		h.token = token
+		g.held[key] = hold{reason: v.Reason, since: req.Now, token: token, released: req.Released}
+	} else if h.token != token || req.Released != h.released {
+		h.token, h.released = token, req.Released
 		g.held[key] = h
 	}
 	g.mu.Unlock()
