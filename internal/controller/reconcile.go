@@ -43,6 +43,8 @@ type Reconciler struct {
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
 	dry *dryRun
+	// guards hold restarts that would be a storm (see hold.go).
+	guards *guards
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -72,6 +74,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if err == nil {
+		r.guards.observe(ctx, key, cached)
+	}
 	if cached == nil && err == nil {
 		r.dry.drop(key) // deleted
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
@@ -103,6 +104,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		NeedLeaderElection: lease,
 		Locker:             locker,
 		Resolver:           resolver,
+		Guards:             guardConfig(o),
 	})
 	if err != nil {
 		return err
@@ -155,8 +157,8 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Refs:                      r.Refs,
 		Wildcards:                 r.Wildcards,
 		Dynamic:                   dyn,
-		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation}, optin.WorkloadKeys...),
-		ConfigAnnotations:         append([]string{o.Annotation}, optin.ConfigKeys...),
+		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation}, optin.WorkloadKeys...),
+		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
 	})
 }
 
