@@ -69,10 +69,15 @@ func TestValuesCoverFlags(t *testing.T) {
 }
 
 // sameSetting compares a rendered value with watcher's default: durations
-// by length, addresses ":8080" as they are.
+// by length, rates ("5/10m") by count and length, addresses ":8080" as
+// they are.
 func sameSetting(env, got, def string) bool {
 	if got == def {
 		return true
+	}
+	if n1, d1, ok := strings.Cut(got, "/"); ok {
+		n2, d2, ok := strings.Cut(def, "/")
+		return ok && n1 == n2 && sameSetting(env, d1, d2)
 	}
 	a, errA := time.ParseDuration(got)
 	b, errB := time.ParseDuration(def)

@@ -133,6 +133,12 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
 {{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
 {{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}
+{{- include "watcher.env" (list "RESTART_BUDGET" .Values.safety.restartBudget) }}
+{{- include "watcher.env" (list "FLAP_THRESHOLD" .Values.safety.flapThreshold) }}
+{{- include "watcher.env" (list "FLAP_QUIET" .Values.safety.flapQuiet) }}
+{{- include "watcher.env" (list "MAX_CONCURRENT_ROLLOUTS" .Values.safety.maxConcurrentRollouts) }}
+{{- include "watcher.env" (list "ROLLOUT_TIMEOUT" .Values.safety.rolloutTimeout) }}
+{{- include "watcher.env" (list "ON_FAILED_ROLLOUT" .Values.safety.onFailedRollout) }}
 {{- include "watcher.env" (list "LOCK_BACKEND" .Values.lock.mode) }}
 {{- include "watcher.env" (list "HASH_KEY_SECRET" (include "watcher.hashKeySecret" .)) }}
 {{- if eq .Values.lock.mode "lease" }}
