@@ -128,7 +128,12 @@ func (a Alert) Title(mark string) string {
 	case Held:
 		return "watcher held the restart of " + w + reason
 	case Flapping:
-		return "watcher: a source is flapping; restarts of its users are held"
+		what := "a source"
+		if len(a.Sources) > 0 {
+			s := a.Sources[0]
+			what = s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
+		}
+		return "watcher: " + what + " is flapping; restarts of its users are held"
 	case FailedRollout:
 		return "watcher: the rollout of " + w + " failed" + reason
 	}

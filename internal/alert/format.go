@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,7 +35,16 @@ func Format(sink string, a Alert, info string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown alert sink %q", sink)
 	}
-	return json.MarshalIndent(body, "", "  ")
+	// Indented, and with <, > and & as they are (Slack's text escapes
+	// them itself), so that the golden files read easily.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(body); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // prefixed puts info in front of text as Reloader does: "info : text".
