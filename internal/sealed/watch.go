@@ -167,13 +167,17 @@ func (w *Watcher) report(ctx context.Context, old, cur any) {
 	if event == "" {
 		return
 	}
-	obj, _ := cur.(*metav1.PartialObjectMetadata)
-	id := "@" + obj.GetResourceVersion()
+	// The change is named like a change of a ConfigMap (see the
+	// controller's processChange): by its object's UID and version.
+	var obj *metav1.PartialObjectMetadata
+	version := ""
 	if event == Deleted {
-		obj, _ = old.(*metav1.PartialObjectMetadata)
-		id = "@deleted"
+		obj, version = old.(*metav1.PartialObjectMetadata), "deleted"
+	} else {
+		obj = cur.(*metav1.PartialObjectMetadata)
+		version = obj.ResourceVersion
 	}
-	id = GVK.Kind + "/" + obj.Namespace + "/" + obj.Name + "/" + string(obj.UID) + id
+	id := GVK.Kind + "/" + obj.Namespace + "/" + obj.Name + "/" + string(obj.UID) + "@" + version
 	if w.opts.Claim != nil && !w.opts.Claim(ctx, id) {
 		return
 	}
