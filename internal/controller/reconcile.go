@@ -147,13 +147,13 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 // triage a change (see changeUsers).
 func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool) (plan.Input, error) {
 	log := ctrl.LoggerFrom(ctx)
-	uses, err := r.resolve.Refs(obj)
+	uses, err := r.resolve.Resolve(obj, r.Store)
 	if err != nil {
 		return plan.Input{}, err
 	}
 	in := plan.Input{
 		Rules:           r.rules,
-		Annotations:     obj.GetAnnotations(),
+		Annotations:     optin.Of(obj),
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,
@@ -220,7 +220,7 @@ func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[s
 // nothing.
 func (r *Reconciler) checkAnnotations(ctx context.Context, obj client.Object) {
 	_, err := plan.OptedOut(obj.GetAnnotations(), r.Config.Annotation)
-	if err = errors.Join(err, optin.Check(obj.GetAnnotations())); err != nil {
+	if err = errors.Join(err, optin.Check(optin.Of(obj))); err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}
 }

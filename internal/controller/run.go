@@ -167,6 +167,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Hasher:                    h,
 		Log:                       log,
 		Refs:                      r.Refs,
+		Wildcards:                 r.Wildcards,
 		Dynamic:                   dyn,
 		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation}, optin.ConfigKeys...),

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/slim"
 )
 
@@ -45,9 +46,11 @@ func (h *Hasher) OfObject(obj any) (Digest, error) {
 
 // Transform returns a cache transform that replaces a ConfigMap or Secret
 // by a PartialObjectMetadata holding its trimmed metadata (slim.Meta, with
-// the annotations in keep) and its digest. The content is dropped; nothing
-// of it but the keyed hashes stays in memory. Objects already transformed,
-// and any other object, pass through unchanged.
+// the annotations in keep), its digest and the field managers that wrote
+// its content (attribution.Annotation). The content is dropped; nothing of
+// it but the keyed hashes stays in memory, and of managedFields only the
+// writers of the content. Objects already transformed, and any other
+// object, pass through unchanged.
 func (h *Hasher) Transform(keep ...string) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		var meta *metav1.ObjectMeta
@@ -73,6 +76,9 @@ func (h *Hasher) Transform(keep ...string) toolscache.TransformFunc {
 		}
 		out.Annotations[SumAnnotation] = d.Sum
 		out.Annotations[KeysAnnotation] = encodeKeys(d.Keys)
+		if w := attribution.FromManagedFields(meta.ManagedFields); len(w) > 0 {
+			out.Annotations[attribution.Annotation] = attribution.Encode(w)
+		}
 		return out, nil
 	}
 }

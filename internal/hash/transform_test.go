@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
 )
 
@@ -76,6 +77,15 @@ func TestTransform(t *testing.T) {
 			Data:       map[string][]byte{"user": []byte("admin"), "pass": []byte(password)},
 		},
 		want: want("Secret", nil, hasher.Of(at("Secret"), map[string][]byte{"user": []byte("admin"), "pass": []byte(password)})),
+	}, {
+		name: "the writers of data are kept, the rest of managedFields dropped",
+		in: &corev1.Secret{
+			ObjectMeta: withFields(meta(nil),
+				metav1.ManagedFieldsEntry{Manager: "vault-injector", Time: &written, FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:pass":{}}}`)},
+				metav1.ManagedFieldsEntry{Manager: "labeler", Time: &written, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}),
+			Data: map[string][]byte{"pass": []byte(password)},
+		},
+		want: withWriters(want("Secret", nil, hasher.Of(at("Secret"), map[string][]byte{"pass": []byte(password)})), "1700000000 vault-injector"),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,6 +181,18 @@ func TestDigestAnnotationsAreInvalid(t *testing.T) {
 			t.Errorf("%s is a valid annotation key", key)
 		}
 	}
+}
+
+var written = metav1.Unix(1700000000, 0)
+
+func withFields(m metav1.ObjectMeta, e ...metav1.ManagedFieldsEntry) metav1.ObjectMeta {
+	m.ManagedFields = append(m.ManagedFields, e...)
+	return m
+}
+
+func withWriters(p *metav1.PartialObjectMetadata, writers string) *metav1.PartialObjectMetadata {
+	p.Annotations[attribution.Annotation] = writers
+	return p
 }
 
 // at names the object meta returns, of the given kind.

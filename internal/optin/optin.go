@@ -13,6 +13,15 @@
 //	secret.reloader.stakater.com/auto          bool    Secrets: auto on/off
 //	configmap.reloader.stakater.com/reload     list    ConfigMaps it names count
 //	secret.reloader.stakater.com/reload        list    Secrets it names count
+//	reloader.stakater.com/search               bool    objects annotated
+//	                                                   reloader.stakater.com/match
+//	                                                   "true" count (Searched)
+//	configmaps.exclude.reloader.stakater.com/reload  names  ConfigMaps that never count
+//	secrets.exclude.reloader.stakater.com/reload     names  Secrets that never count
+//
+// As in Reloader, when a workload has none of the annotations that opt in
+// (auto, typed auto, reload lists, search), those of its pod template are
+// read instead (Effective); exclude lists are read from the workload only.
 //
 // Auto for a kind (AutoFor) is On when any of its annotations is true, Off
 // when none is true and one is false, Unset otherwise. A value that is not a
@@ -24,8 +33,12 @@
 // entry that does not compile is left out and reported; the others still
 // apply.
 //
+// An exclude list is a comma-separated list of object names, compared
+// exactly (blanks around entries are ignored), as in Reloader.
+//
 // On a ConfigMap or Secret, reloader.stakater.com/ignore: "true" makes its
-// changes restart nothing.
+// changes restart nothing, and reloader.stakater.com/match: "true" makes it
+// count for the workloads that search.
 package optin
 
 import (
@@ -36,26 +49,112 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // The annotations read, on workloads and on ConfigMaps and Secrets.
 const (
-	Auto            = "watcher.dev/auto"
-	ReloaderAuto    = "reloader.stakater.com/auto"
-	ConfigMapAuto   = "configmap.reloader.stakater.com/auto"
-	SecretAuto      = "secret.reloader.stakater.com/auto"
-	ConfigMapReload = "configmap.reloader.stakater.com/reload"
-	SecretReload    = "secret.reloader.stakater.com/reload"
-	Ignore          = "reloader.stakater.com/ignore"
+	Auto             = "watcher.dev/auto"
+	ReloaderAuto     = "reloader.stakater.com/auto"
+	ConfigMapAuto    = "configmap.reloader.stakater.com/auto"
+	SecretAuto       = "secret.reloader.stakater.com/auto"
+	ConfigMapReload  = "configmap.reloader.stakater.com/reload"
+	SecretReload     = "secret.reloader.stakater.com/reload"
+	Ignore           = "reloader.stakater.com/ignore"
+	Search           = "reloader.stakater.com/search"
+	Match            = "reloader.stakater.com/match"
+	ConfigMapExclude = "configmaps.exclude.reloader.stakater.com/reload"
+	SecretExclude    = "secrets.exclude.reloader.stakater.com/reload"
 )
 
 // WorkloadKeys are the annotations of workloads this package reads, and
 // ConfigKeys those of ConfigMaps and Secrets: the cache must keep them.
 var (
-	WorkloadKeys = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload}
-	ConfigKeys   = []string{Ignore}
+	WorkloadKeys = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude}
+	ConfigKeys   = []string{Ignore, Match}
 )
+
+// selecting are the annotations by which a workload opts in: when it has
+// none, those of its pod template count (Effective).
+var selecting = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search}
+
+// Effective returns the annotations of a workload that this package reads:
+// own, unless it has none of the annotations that opt in and its pod
+// template does, in which case the template's opting-in annotations are
+// added to own (a new map; own is not changed).
+func Effective(own, template map[string]string) map[string]string {
+	if len(template) == 0 || hasAny(own, selecting) || !hasAny(template, selecting) {
+		return own
+	}
+	out := make(map[string]string, len(own)+len(selecting))
+	for k, v := range own {
+		out[k] = v
+	}
+	for _, k := range selecting {
+		if v, ok := template[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Of returns the annotations of the workload obj that this package reads
+// (Effective). A workload as the store keeps it (a PartialObjectMetadata)
+// holds them already: the store's transform applies Effective.
+func Of(obj client.Object) map[string]string {
+	if _, stored := obj.(*metav1.PartialObjectMetadata); stored {
+		return obj.GetAnnotations()
+	}
+	kind, ok := workload.Of(obj)
+	if !ok {
+		return obj.GetAnnotations()
+	}
+	tmpl, err := kind.PodTemplate(obj)
+	if err != nil || tmpl == nil {
+		return obj.GetAnnotations()
+	}
+	return Effective(obj.GetAnnotations(), tmpl.Annotations)
+}
+
+func hasAny(ann map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := ann[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Searched tells whether a workload whose annotations are ann searches
+// (reloader.stakater.com/search "true") and the ConfigMap or Secret whose
+// annotations are cfg matches (reloader.stakater.com/match "true").
+func Searched(ann, cfg map[string]string) bool {
+	return isTrue(ann[Search]) && isTrue(cfg[Match])
+}
+
+// Excluded tells whether an exclude list among ann names the object of
+// kind called name.
+func Excluded(ann map[string]string, kind refs.Kind, name string) bool {
+	v, ok := ann[typed(kind, ConfigMapExclude, SecretExclude)]
+	if !ok {
+		return false
+	}
+	for _, e := range strings.Split(v, ",") {
+		if strings.TrimSpace(e) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func isTrue(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
 
 // Setting is what a workload's auto annotations say of a kind.
 type Setting int
@@ -90,10 +189,7 @@ func AutoFor(ann map[string]string, kind refs.Kind) Setting {
 
 // Ignored tells whether the annotations of a ConfigMap or Secret say its
 // changes restart nothing. Only a true value does.
-func Ignored(ann map[string]string) bool {
-	b, err := strconv.ParseBool(ann[Ignore])
-	return err == nil && b
-}
+func Ignored(ann map[string]string) bool { return isTrue(ann[Ignore]) }
 
 // Named tells whether a reload list among ann names the object of kind
 // called name. Invalid entries name nothing.
@@ -114,13 +210,22 @@ func Names(ann map[string]string, kind refs.Kind) []string {
 	return parse(v).names
 }
 
+// HasPatterns tells whether the reload list of kind among ann has an entry
+// that may name more than one object (one that is not made of the
+// characters of names only, or that has a "."): such lists match the
+// objects of the workload's namespace (package resolve).
+func HasPatterns(ann map[string]string, kind refs.Kind) bool {
+	v, ok := ann[typed(kind, ConfigMapReload, SecretReload)]
+	return ok && parse(v).wild
+}
+
 // Check returns an error for each annotation among ann that is malformed:
 // a boolean that is not one, a list entry that does not compile. Values of
 // booleans are not quoted (on a Secret they could be anything); list entries
 // are, as they are on workloads and name objects.
 func Check(ann map[string]string) error {
 	var errs []error
-	for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, Ignore} {
+	for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, Ignore, Search, Match} {
 		if v, ok := ann[key]; ok {
 			if _, err := strconv.ParseBool(v); err != nil {
 				errs = append(errs, fmt.Errorf("annotation %s is neither true nor false; ignoring it", key))
@@ -152,6 +257,8 @@ type list struct {
 	patterns []*regexp.Regexp
 	// invalid are the entries that do not compile.
 	invalid []string
+	// wild is true when an entry may match more than one name.
+	wild bool
 }
 
 func (l *list) matches(name string) bool {
@@ -166,6 +273,9 @@ func (l *list) matches(name string) bool {
 // nameChars are the characters of object names; "." is also a regular
 // expression's any character.
 var nameChars = regexp.MustCompile(`^[a-z0-9.-]+$`)
+
+// literal are the entries that match one name only.
+var literal = regexp.MustCompile(`^[a-z0-9-]+$`)
 
 // parsed caches lists by annotation value: a list is read for every
 // reference of every workload handled, and a cluster has few distinct
@@ -197,6 +307,9 @@ func parse(v string) *list {
 		l.patterns = append(l.patterns, re)
 		if nameChars.MatchString(e) {
 			l.names = append(l.names, e)
+		}
+		if !literal.MatchString(e) {
+			l.wild = true
 		}
 	}
 	if len(parsed) >= maxParsed {

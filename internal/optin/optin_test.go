@@ -134,3 +134,84 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestExcluded: exclude lists name objects exactly, as in Reloader (no
+// patterns), each kind its own list.
+func TestExcluded(t *testing.T) {
+	ann := map[string]string{optin.ConfigMapExclude: "foo-configmap, bar-.*", optin.SecretExclude: "foo-secret"}
+	tests := []struct {
+		kind refs.Kind
+		name string
+		want bool
+	}{
+		{refs.ConfigMap, "foo-configmap", true},
+		{refs.ConfigMap, "bar-.*", true},
+		{refs.ConfigMap, "bar-x", false},
+		{refs.ConfigMap, "foo-secret", false},
+		{refs.Secret, "foo-secret", true},
+		{refs.Secret, "foo-configmap", false},
+	}
+	for _, tt := range tests {
+		if got := optin.Excluded(ann, tt.kind, tt.name); got != tt.want {
+			t.Errorf("Excluded(%s %s) = %v, want %v", tt.kind, tt.name, got, tt.want)
+		}
+	}
+	if optin.Excluded(nil, refs.ConfigMap, "") {
+		t.Error("no list excludes nothing")
+	}
+}
+
+// TestSearched: search on the workload and match on the object, both true.
+func TestSearched(t *testing.T) {
+	tests := []struct {
+		name          string
+		workload, cfg map[string]string
+		want          bool
+	}{
+		{"search and match", map[string]string{optin.Search: "true"}, map[string]string{optin.Match: "true"}, true},
+		{"search, no match", map[string]string{optin.Search: "true"}, nil, false},
+		{"match, no search", nil, map[string]string{optin.Match: "true"}, false},
+		{"search false", map[string]string{optin.Search: "false"}, map[string]string{optin.Match: "true"}, false},
+		{"match malformed", map[string]string{optin.Search: "true"}, map[string]string{optin.Match: "yes"}, false},
+	}
+	for _, tt := range tests {
+		if got := optin.Searched(tt.workload, tt.cfg); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestEffective: the pod template's opting-in annotations count only when
+// the workload has none; exclude lists are the workload's.
+func TestEffective(t *testing.T) {
+	tmpl := map[string]string{optin.ReloaderAuto: "true", optin.ConfigMapExclude: "x", "other": "y"}
+	tests := []struct {
+		name      string
+		own, tmpl map[string]string
+		want      map[string]string
+	}{
+		{"none anywhere", map[string]string{"a": "b"}, map[string]string{"other": "y"}, map[string]string{"a": "b"}},
+		{"template only", map[string]string{"a": "b"}, tmpl, map[string]string{"a": "b", optin.ReloaderAuto: "true"}},
+		{"workload wins", map[string]string{optin.SecretReload: "s"}, tmpl, map[string]string{optin.SecretReload: "s"}},
+		{"workload's search counts as opting in", map[string]string{optin.Search: "true"}, tmpl, map[string]string{optin.Search: "true"}},
+		{"no template", nil, nil, nil},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, optin.Effective(tt.own, tt.tmpl)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestHasPatterns: a list matches objects beyond the names it holds when an
+// entry is not a plain name.
+func TestHasPatterns(t *testing.T) {
+	for v, want := range map[string]bool{"a,b-c": false, "app-.*": true, "a.b": true, "(bad": false, "a|b": true} {
+		if got := optin.HasPatterns(map[string]string{optin.ConfigMapReload: v}, refs.ConfigMap); got != want {
+			t.Errorf("HasPatterns(%q) = %v, want %v", v, got, want)
+		}
+	}
+	if optin.HasPatterns(map[string]string{optin.ConfigMapReload: "app-.*"}, refs.Secret) {
+		t.Error("a ConfigMap list has no pattern for Secrets")
+	}
+}

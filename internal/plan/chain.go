@@ -82,12 +82,17 @@ type Options struct {
 //
 //	rule                 verdict  matches when
 //	workload-opted-out   drop     the workload's OptOutAnnotation is false
+//	excluded             drop     an exclude list of the workload names the
+//	                              object (optin.Excluded)
 //	auto-disabled        drop     the workload's auto annotations are off for
-//	                              the reference's kind (optin.AutoFor), and
-//	                              no reload list of the workload names it
+//	                              the reference's kind (optin.AutoFor), no
+//	                              reload list of the workload names it, and
+//	                              it is not found by search/match
+//	                              (optin.Searched)
 //	not-opted-in         drop     Discovery is annotated, the auto annotations
-//	                              are not on for the reference's kind, and no
-//	                              reload list of the workload names it
+//	                              are not on for the reference's kind, no
+//	                              reload list of the workload names it, and
+//	                              it is not found by search/match
 //	config-opted-out     ignore   the object's OptOutAnnotation is false
 //	config-ignored       ignore   the object's reloader.stakater.com/ignore
 //	                              is true
@@ -97,6 +102,7 @@ type Options struct {
 func NewChain(o Options) Chain {
 	return Chain{
 		{SkipWorkloadOptedOut, Drop, o.workloadOptedOut},
+		{SkipExcluded, Drop, excluded},
 		{SkipAutoDisabled, Drop, autoDisabled},
 		{SkipNotOptedIn, Drop, o.notOptedIn},
 		{SkipConfigOptedOut, Ignore, o.configOptedOut},
@@ -110,16 +116,27 @@ func (o Options) workloadOptedOut(in Input, _ refs.Ref, _ Config) bool {
 	return out
 }
 
-// autoDisabled: auto "false" leaves only what the reload lists name, as in
-// Reloader.
-func autoDisabled(in Input, ref refs.Ref, _ Config) bool {
-	return optin.AutoFor(in.Annotations, ref.Kind) == optin.Off && !optin.Named(in.Annotations, ref.Kind, ref.Name)
+// excluded: Reloader's exclude lists win over every way of opting in.
+func excluded(in Input, ref refs.Ref, _ Config) bool {
+	return optin.Excluded(in.Annotations, ref.Kind, ref.Name)
+}
+
+// autoDisabled: auto "false" leaves only what the reload lists name and
+// search/match finds, as in Reloader.
+func autoDisabled(in Input, ref refs.Ref, cfg Config) bool {
+	return optin.AutoFor(in.Annotations, ref.Kind) == optin.Off && !chosen(in, ref, cfg)
 }
 
 // notOptedIn: in the annotated mode, only what a workload opts in to counts.
-func (o Options) notOptedIn(in Input, ref refs.Ref, _ Config) bool {
+func (o Options) notOptedIn(in Input, ref refs.Ref, cfg Config) bool {
 	return o.Discovery == DiscoveryAnnotated &&
-		optin.AutoFor(in.Annotations, ref.Kind) != optin.On && !optin.Named(in.Annotations, ref.Kind, ref.Name)
+		optin.AutoFor(in.Annotations, ref.Kind) != optin.On && !chosen(in, ref, cfg)
+}
+
+// chosen tells whether the workload chose the object one by one: a reload
+// list names it, or the workload searches and the object matches.
+func chosen(in Input, ref refs.Ref, cfg Config) bool {
+	return optin.Named(in.Annotations, ref.Kind, ref.Name) || optin.Searched(in.Annotations, cfg.Annotations)
 }
 
 // configOptedOut: an object that opts out restarts nothing when it changes.

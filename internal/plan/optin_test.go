@@ -133,3 +133,43 @@ func TestAnnotatedDiscoveryWritesNothing(t *testing.T) {
 		t.Errorf("skip reason %q, want %s", p.SkipReason(in), plan.SkipNotOptedIn)
 	}
 }
+
+// TestExcludeAndSearch: the rules excluded, and search/match as a way of
+// opting in, with the cases of Reloader's documentation: exclude lists win
+// over every way of opting in; search/match counts in both modes and
+// against auto "false".
+func TestExcludeAndSearch(t *testing.T) {
+	count := verdict{plan.Count, ""}
+	excluded := verdict{plan.Drop, plan.SkipExcluded}
+	disabled := verdict{plan.Drop, plan.SkipAutoDisabled}
+	notIn := verdict{plan.Drop, plan.SkipNotOptedIn}
+	cm := cmAll("foo-configmap")
+	matched := present("k", "1")
+	matched.Annotations = map[string]string{optin.Match: "true"}
+	tests := []struct {
+		name           string
+		workload       map[string]string
+		cfg            plan.Config
+		all, annotated verdict
+	}{
+		{"auto true, excluded", map[string]string{optin.ReloaderAuto: "true", optin.ConfigMapExclude: "foo-configmap"}, present("k", "1"), excluded, excluded},
+		{"reload list names it, excluded", map[string]string{optin.ConfigMapReload: "foo-configmap", optin.ConfigMapExclude: "foo-configmap"}, present("k", "1"), excluded, excluded},
+		{"excluded among others", map[string]string{optin.ConfigMapExclude: "a, foo-configmap ,b"}, present("k", "1"), excluded, excluded},
+		{"a Secret exclude list does not exclude a ConfigMap", map[string]string{optin.ReloaderAuto: "true", optin.SecretExclude: "foo-configmap"}, present("k", "1"), count, count},
+		{"search, object matches", map[string]string{optin.Search: "true"}, matched, count, count},
+		{"search, object does not match", map[string]string{optin.Search: "true"}, present("k", "1"), count, notIn},
+		{"match without search", nil, matched, count, notIn},
+		{"auto false, search and match: counts", map[string]string{optin.ReloaderAuto: "false", optin.Search: "true"}, matched, count, count},
+		{"auto false, search, no match", map[string]string{optin.ReloaderAuto: "false", optin.Search: "true"}, present("k", "1"), disabled, disabled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := evaluateRef(allRules, tt.workload, cm, tt.cfg); got != tt.all {
+				t.Errorf("discovery all: %v, want %v", got, tt.all)
+			}
+			if got := evaluateRef(annotatedRules, tt.workload, cm, tt.cfg); got != tt.annotated {
+				t.Errorf("discovery annotated: %v, want %v", got, tt.annotated)
+			}
+		})
+	}
+}

@@ -8,9 +8,19 @@
 //	source      finds
 //	pod spec    env and envFrom of every container, volumes, projected
 //	            volumes (package refs; on a stored workload, as cached)
-//	reload      the objects the workload's reload lists name (Annotations)
-//	  lists
+//	reload      the objects the workload's reload lists name (Annotations):
+//	  lists     exact names, and every object of the namespace a pattern
+//	            entry matches
 //	(to come)   ReloadPolicies that select the workload
+//
+// A Source names objects (Refs), and may also match them (a Matcher): a
+// Match is a reference to every object of a kind in the workload's
+// namespace that it accepts, present or future. The store indexes a
+// workload by the objects it names and, when it has matches, under its
+// namespace for that kind (Wildcards), so that a change of any object there
+// finds it; Resolve then expands the matches against the objects of the
+// namespace, read from the store (Configs): no LIST call, work proportional
+// to the objects of that one namespace, and only for workloads that match.
 //
 //	reference                                   kept?
 //	into a namespace whose kind is ignored      no (IGNORE_*_NAMESPACES)
@@ -22,6 +32,9 @@
 package resolve
 
 import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -35,6 +48,32 @@ type Source interface {
 	Name() string
 	// Refs returns the references the source finds for obj.
 	Refs(obj client.Object) ([]refs.Ref, error)
+}
+
+// Matcher is a Source that also finds references by matching objects
+// rather than naming them.
+type Matcher interface {
+	Source
+	// Matches returns obj's matches; nil when it has none.
+	Matches(obj client.Object) []Match
+}
+
+// Match is a reference to every object of Kind, in the workload's
+// namespace, that Accepts.
+type Match struct {
+	Kind refs.Kind
+	// Accepts tells whether the object cfg (as the store keeps it: name,
+	// labels, the annotations kept) is referenced.
+	Accepts func(cfg *metav1.PartialObjectMetadata) bool
+	// Ref is the reference made to each accepted object: its Kind and
+	// Name are set from the object.
+	Ref refs.Ref
+}
+
+// Configs lists the ConfigMaps or Secrets of a namespace, as the store
+// keeps them.
+type Configs interface {
+	List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
 }
 
 // Options configure a Resolver.
@@ -66,8 +105,12 @@ func New(o Options) *Resolver {
 
 // Refs returns the references of obj that count, sorted, one per object.
 // A source that fails fails the whole: a partial answer would drop
-// references silently.
+// references silently. A workload whose template lives in another object
+// (workload.Delegates) has none: it is restarted through that object.
 func (r *Resolver) Refs(obj client.Object) ([]refs.Ref, error) {
+	if workload.Delegates(obj) {
+		return nil, nil
+	}
 	lists := make([][]refs.Ref, 0, len(r.sources))
 	for _, s := range r.sources {
 		rs, err := s.Refs(obj)
@@ -89,6 +132,77 @@ func (r *Resolver) Refs(obj client.Object) ([]refs.Ref, error) {
 	return out, nil
 }
 
+// Wildcards returns the kinds for which obj has matches (see Matcher), in
+// namespaces whose kind is not ignored: the store indexes obj under its
+// namespace for each, so that a change of any object of that kind there
+// reaches it.
+func (r *Resolver) Wildcards(obj client.Object) []refs.Kind {
+	if workload.Delegates(obj) {
+		return nil
+	}
+	var out []refs.Kind
+	for _, s := range r.sources {
+		m, ok := s.(Matcher)
+		if !ok {
+			continue
+		}
+		for _, match := range m.Matches(obj) {
+			if !r.ignored[match.Kind][obj.GetNamespace()] && !slices.Contains(out, match.Kind) {
+				out = append(out, match.Kind)
+			}
+		}
+	}
+	return out
+}
+
+// Resolve returns the references of obj that count, as Refs does, and the
+// objects among configs its matches accept, sorted, one per object.
+func (r *Resolver) Resolve(obj client.Object, configs Configs) ([]refs.Ref, error) {
+	named, err := r.Refs(obj)
+	if err != nil || workload.Delegates(obj) {
+		return named, err
+	}
+	lists := [][]refs.Ref{named}
+	for _, s := range r.sources {
+		m, ok := s.(Matcher)
+		if !ok {
+			continue
+		}
+		for _, match := range m.Matches(obj) {
+			if r.ignored[match.Kind][obj.GetNamespace()] {
+				continue
+			}
+			found, err := expand(match, obj.GetNamespace(), configs)
+			if err != nil {
+				return nil, err
+			}
+			lists = append(lists, found)
+		}
+	}
+	if len(lists) == 1 {
+		return named, nil
+	}
+	return refs.Merge(lists...), nil
+}
+
+// expand returns a reference to each object of namespace that match
+// accepts.
+func expand(match Match, namespace string, configs Configs) ([]refs.Ref, error) {
+	objs, err := configs.List(match.Kind, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []refs.Ref
+	for _, o := range objs {
+		if match.Accepts(o) {
+			ref := match.Ref
+			ref.Kind, ref.Name = match.Kind, o.Name
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
 // PodSpec is the Source of the references in a workload's pod template.
 type PodSpec struct{}
 
@@ -101,11 +215,11 @@ func (PodSpec) Refs(obj client.Object) ([]refs.Ref, error) { return workload.Ref
 // Annotations is the Source of the ConfigMaps and Secrets a workload names in
 // its reload lists (configmap.reloader.stakater.com/reload and
 // secret.reloader.stakater.com/reload, see package optin), whether its pod
-// spec uses them or not: apps may read them through the API. Each entry that
-// is an object name (optin.Names) is a reference to every key of that
-// object, optional (pods start without it). Entries that are patterns find
-// nothing here: they only decide whether references found otherwise count
-// (package plan's rules).
+// spec uses them or not: apps may read them through the API, as Reloader
+// assumes. Each entry that is an object name (optin.Names) is a reference to
+// every key of that object, optional (pods start without it); a list with
+// entries that are patterns also matches every object of the namespace that
+// one of its entries matches (optin.Named).
 type Annotations struct{}
 
 // Name implements Source.
@@ -114,7 +228,7 @@ func (Annotations) Name() string { return "reload lists" }
 // Refs implements Source. Invalid entries are left out, never an error: the
 // reconciler reports them.
 func (Annotations) Refs(obj client.Object) ([]refs.Ref, error) {
-	ann := obj.GetAnnotations()
+	ann := optin.Of(obj)
 	var out []refs.Ref
 	for _, kind := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		for _, name := range optin.Names(ann, kind) {
@@ -122,6 +236,24 @@ func (Annotations) Refs(obj client.Object) ([]refs.Ref, error) {
 		}
 	}
 	return out, nil
+}
+
+// Matches implements Matcher: a reload list with pattern entries matches the
+// objects they name, each a reference to every key, optional.
+func (Annotations) Matches(obj client.Object) []Match {
+	ann := optin.Of(obj)
+	var out []Match
+	for _, kind := range []refs.Kind{refs.ConfigMap, refs.Secret} {
+		if !optin.HasPatterns(ann, kind) {
+			continue
+		}
+		out = append(out, Match{
+			Kind:    kind,
+			Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return optin.Named(ann, kind, cfg.Name) },
+			Ref:     refs.Ref{AllKeys: true, Optional: true},
+		})
+	}
+	return out
 }
 
 func set(items []string) map[string]bool {

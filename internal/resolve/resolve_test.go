@@ -8,10 +8,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // fixed is a Source that finds the same references for every workload.
@@ -99,5 +101,106 @@ func TestAnnotations(t *testing.T) {
 	}
 	if got, _ := (resolve.Annotations{}).Refs(deployment("shop")); got != nil {
 		t.Errorf("no annotations: %v", got)
+	}
+}
+
+// configs is a resolve.Configs over a fixed list.
+type configs []*metav1.PartialObjectMetadata
+
+func (c configs) List(kind refs.Kind, ns string) ([]*metav1.PartialObjectMetadata, error) {
+	var out []*metav1.PartialObjectMetadata
+	for _, o := range c {
+		if o.Kind == string(kind) && o.Namespace == ns {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func stored(kind refs.Kind, ns, name string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: string(kind)}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// TestMatches: a reload list with patterns matches the objects of the
+// workload's namespace and kind that an entry matches, whole and optional,
+// united with the pod spec's; the store indexes the workload under the
+// kinds it matches; an ignored namespace matches nothing.
+func TestMatches(t *testing.T) {
+	d := deployment("shop")
+	d.Annotations = map[string]string{
+		"configmap.reloader.stakater.com/reload": "app-.*, settings",
+		"secret.reloader.stakater.com/reload":    "tls",
+	}
+	all := configs{
+		stored(refs.ConfigMap, "shop", "app-a"), stored(refs.ConfigMap, "shop", "app-b"),
+		stored(refs.ConfigMap, "shop", "other"), stored(refs.ConfigMap, "else", "app-c"),
+		stored(refs.Secret, "shop", "app-s"),
+	}
+	whole := func(kind refs.Kind, name string) refs.Ref {
+		return refs.Ref{Kind: kind, Name: name, AllKeys: true, Optional: true}
+	}
+	r := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}})
+	if diff := cmp.Diff([]refs.Kind{refs.ConfigMap}, r.Wildcards(d)); diff != "" {
+		t.Errorf("Wildcards (-want +got):\n%s", diff)
+	}
+	got, err := r.Resolve(d, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []refs.Ref{
+		whole(refs.ConfigMap, "app-a"), whole(refs.ConfigMap, "app-b"),
+		{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true},
+		whole(refs.ConfigMap, "settings"),
+		{Kind: refs.Secret, Name: "sec", AllKeys: true},
+		whole(refs.Secret, "tls"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Resolve (-want +got):\n%s", diff)
+	}
+	// Names only: no wildcard, nothing listed.
+	plain := deployment("shop")
+	plain.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "settings"}
+	if w := r.Wildcards(plain); w != nil {
+		t.Errorf("Wildcards of a list of names = %v", w)
+	}
+	ignoring := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}, IgnoreConfigMapNamespaces: []string{"shop"}})
+	if w := ignoring.Wildcards(d); w != nil {
+		t.Errorf("Wildcards in an ignored namespace = %v", w)
+	}
+	got, _ = ignoring.Resolve(d, all)
+	for _, ref := range got {
+		if ref.Kind == refs.ConfigMap {
+			t.Errorf("ignored namespace: ConfigMap %s resolved", ref.Name)
+		}
+	}
+}
+
+// TestDelegated: an Argo Rollout whose template lives in a Deployment
+// (spec.workloadRef) has no references, whatever its reload lists say: it
+// is restarted through the Deployment, and a restart written on it would
+// give it a template of its own. One with its own template has them.
+func TestDelegated(t *testing.T) {
+	r := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}})
+	rollout := func(spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetGroupVersionKind(workload.Rollout.GVK)
+		u.SetNamespace("shop")
+		u.SetName("web")
+		u.SetAnnotations(map[string]string{"configmap.reloader.stakater.com/reload": "settings, app-.*"})
+		return u
+	}
+	byRef := rollout(map[string]any{"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}})
+	got, err := r.Resolve(byRef, configs{stored(refs.ConfigMap, "shop", "app-a")})
+	if err != nil || got != nil || r.Wildcards(byRef) != nil {
+		t.Errorf("workloadRef Rollout: refs %v, wildcards %v, err %v; want none", got, r.Wildcards(byRef), err)
+	}
+	stored := byRef.DeepCopy()
+	stored.SetAnnotations(map[string]string{workload.DelegatedAnnotation: "true", "configmap.reloader.stakater.com/reload": "settings"})
+	if got, _ := r.Refs(stored); got != nil {
+		t.Errorf("stored workloadRef Rollout: %v", got)
+	}
+	own := rollout(map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{}}}})
+	if got, _ := r.Refs(own); len(got) != 1 {
+		t.Errorf("Rollout with its own template: %v, want the reload list's settings", got)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -83,20 +84,28 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
+		tmpl := podTemplate(log, kind, w)
+		meta := objectMeta(w)
+		if tmpl != nil {
+			// The annotations that opt in may be on the pod template.
+			meta.Annotations = optin.Effective(meta.Annotations, tmpl.Annotations)
+		}
 		out := &metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Name()},
-			ObjectMeta: Meta(objectMeta(w), keepRefs),
+			ObjectMeta: Meta(meta, keepRefs),
 		}
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		tmpl := podTemplate(log, kind, w)
 		var uses []refs.Ref
 		if tmpl != nil {
 			uses = refs.FromPodSpec(&tmpl.Spec)
 			out.Annotations[restart.ContainersAnnotation] = restart.EncodeContainers(restart.ContainersOf(&tmpl.Spec))
 		}
 		out.Annotations[workload.RefsAnnotation] = refs.Encode(uses)
+		if workload.Delegates(w) {
+			out.Annotations[workload.DelegatedAnnotation] = "true"
+		}
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why
 		}

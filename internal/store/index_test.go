@@ -49,7 +49,7 @@ func TestIndexer(t *testing.T) {
 			counter := metrics.Errors.WithLabelValues(ErrorOperation)
 			before := testutil.ToFloat64(counter)
 			for index, want := range map[string][]string{IndexConfigMaps: tt.configMaps, IndexSecrets: tt.secrets} {
-				got, err := indexers(log, workload.Refs)[index](tt.obj)
+				got, err := indexers(log, workload.Refs, nil)[index](tt.obj)
 				if err != nil {
 					t.Errorf("index %s returned an error: %v", index, err)
 				}

@@ -27,7 +27,7 @@ func (s *Store) Enable(ctx context.Context, k workload.Kind) ([]toolscache.Share
 	var out []toolscache.SharedIndexInformer
 	for _, ns := range s.namespaces {
 		inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, k.GVR(), ns, 0,
-			indexers(s.opts.Log, refsOr(s.opts.Refs)), dynamicinformer.TweakListOptionsFunc(selectors(s.opts.WorkloadSelector, nil))).Informer()
+			indexers(s.opts.Log, refsOr(s.opts.Refs), s.opts.Wildcards), dynamicinformer.TweakListOptionsFunc(selectors(s.opts.WorkloadSelector, nil))).Informer()
 		if err := inf.SetTransform(s.workloads); err != nil {
 			return nil, fmt.Errorf("informer of %s: %w", k.Name(), err)
 		}

@@ -40,6 +40,11 @@ import (
 const (
 	IndexConfigMaps = "configMaps"
 	IndexSecrets    = "secrets"
+	// IndexWildcards holds "Kind/namespace" for each kind of which a
+	// workload matches objects rather than naming them (see
+	// resolve.Matcher): it uses whichever objects of that kind its
+	// namespace holds.
+	IndexWildcards = "wildcards"
 )
 
 // ErrorOperation is the operation label of metrics.Errors for workloads
@@ -68,6 +73,9 @@ type Options struct {
 	// decides with the same function, see package resolve); nil: those of
 	// its pod spec.
 	Refs func(client.Object) ([]refs.Ref, error)
+	// Wildcards gives the kinds of which a workload matches objects of its
+	// namespace (resolve.Resolver.Wildcards); nil: none.
+	Wildcards func(client.Object) []refs.Kind
 	// Dynamic reads the optional kinds (custom resources) while their API
 	// is served (see Enable); nil: they are never watched.
 	Dynamic dynamic.Interface
@@ -109,7 +117,7 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 				continue // optional kinds: Enable
 			}
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
-				Indexers:         indexers(o.Log, refsOr(o.Refs)),
+				Indexers:         indexers(o.Log, refsOr(o.Refs), o.Wildcards),
 				TweakListOptions: selectors(o.WorkloadSelector, nil),
 			})
 			if err := s.add(k.Name(), ns, inf, workloads); err != nil {
@@ -118,9 +126,11 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 		}
 		cm := corev1informers.NewConfigMapInformerWithOptions(cs, ns, internalinterfaces.InformerOptions{
 			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreConfigMapNamespaces),
+			Indexers:         byNamespace(ns),
 		})
 		sec := corev1informers.NewSecretInformerWithOptions(cs, ns, internalinterfaces.InformerOptions{
 			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreSecretNamespaces),
+			Indexers:         byNamespace(ns),
 		})
 		if err := s.add(string(refs.ConfigMap), ns, cm, configs); err != nil {
 			return nil, err
@@ -168,8 +178,32 @@ func refsOr(f func(client.Object) ([]refs.Ref, error)) func(client.Object) ([]re
 }
 
 // indexers returns the indexes of the workload informers.
-func indexers(log logr.Logger, uses func(client.Object) ([]refs.Ref, error)) toolscache.Indexers {
-	return toolscache.Indexers{IndexConfigMaps: indexer(log, uses, refs.ConfigMap), IndexSecrets: indexer(log, uses, refs.Secret)}
+func indexers(log logr.Logger, uses func(client.Object) ([]refs.Ref, error), wildcards func(client.Object) []refs.Kind) toolscache.Indexers {
+	ix := toolscache.Indexers{IndexConfigMaps: indexer(log, uses, refs.ConfigMap), IndexSecrets: indexer(log, uses, refs.Secret)}
+	if wildcards != nil {
+		ix[IndexWildcards] = func(obj any) ([]string, error) {
+			w, ok := obj.(client.Object)
+			if !ok {
+				return nil, nil
+			}
+			var out []string
+			for _, k := range wildcards(w) {
+				out = append(out, string(k)+"/"+w.GetNamespace())
+			}
+			return out, nil
+		}
+	}
+	return ix
+}
+
+// byNamespace indexes the ConfigMaps or Secrets of an informer of every
+// namespace by namespace, for List; an informer of one namespace needs
+// none.
+func byNamespace(ns string) toolscache.Indexers {
+	if ns != metav1.NamespaceAll {
+		return nil
+	}
+	return toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
 }
 
 // indexer indexes a workload by the "namespace/name" of the objects of kind
@@ -268,7 +302,8 @@ type User struct {
 }
 
 // Users returns the workloads that use the ConfigMap or Secret
-// namespace/name.
+// namespace/name: those that name it, and those that match objects of its
+// kind in its namespace (IndexWildcards), each once.
 func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 	index := IndexConfigMaps
 	if kind == refs.Secret {
@@ -286,13 +321,54 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 		if err != nil {
 			return nil, fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
 		}
+		if s.opts.Wildcards != nil {
+			wild, err := inf.GetIndexer().ByIndex(IndexWildcards, string(kind)+"/"+namespace)
+			if err != nil {
+				return nil, fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
+			}
+			objs = append(objs, wild...)
+		}
+		seen := make(map[string]bool, len(objs))
 		for _, o := range objs {
 			m, err := asMeta(o)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, User{Kind: k.Name(), Obj: m})
+			if !seen[m.Name] {
+				seen[m.Name] = true
+				out = append(out, User{Kind: k.Name(), Obj: m})
+			}
 		}
+	}
+	return out, nil
+}
+
+// List returns the ConfigMaps or Secrets of namespace that the store holds
+// (read only). It implements resolve.Configs.
+func (s *Store) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	s.mu.RLock()
+	inf := s.informer(string(kind), namespace)
+	_, all := s.byKind[string(kind)][metav1.NamespaceAll]
+	s.mu.RUnlock()
+	if inf == nil {
+		return nil, nil
+	}
+	var objs []any
+	if all {
+		var err error
+		if objs, err = inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
+			return nil, fmt.Errorf("list %s in %s: %w", kind, namespace, err)
+		}
+	} else {
+		objs = inf.GetStore().List()
+	}
+	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, o := range objs {
+		m, err := asMeta(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

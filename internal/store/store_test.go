@@ -2,7 +2,11 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,5 +108,69 @@ func TestStore(t *testing.T) {
 	web, _ := st.Get("Deployment", "a", "web")
 	if web.Kind != "Deployment" || web.APIVersion != "apps/v1" {
 		t.Errorf("a cached workload must know its kind, for Events and patches: %+v", web.TypeMeta)
+	}
+}
+
+// TestWildcardUsers: a workload that matches objects (resolve.Matcher) is a
+// user of every object of that kind in its namespace, once even when it
+// also names the object; List reads a namespace's objects from the cache,
+// in a store of every namespace and in one of a few.
+func TestWildcardUsers(t *testing.T) {
+	objs := []runtime.Object{
+		fixture.ConfigMap("a", "app-1", nil), fixture.ConfigMap("a", "app-2", nil), fixture.ConfigMap("b", "app-3", nil),
+		fixture.Deployment("a", "matcher", fixture.EnvFrom("app-1", "")),
+		fixture.Deployment("a", "plain", fixture.EnvFrom("app-2", "")),
+		fixture.Deployment("b", "matcher", fixture.PodSpec(corev1.Container{})),
+	}
+	wild := func(o client.Object) []refs.Kind {
+		if o.GetName() == "matcher" {
+			return []refs.Kind{refs.ConfigMap}
+		}
+		return nil
+	}
+	for _, namespaces := range [][]string{nil, {"a", "b"}} {
+		st, err := store.New(kubefake.NewClientset(objs...), store.Options{Namespaces: namespaces, Hasher: hash.NewHasher([]byte("0123456789abcdef")), Wildcards: wild})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _ = st.Start(ctx) }()
+		if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
+			t.Fatal("store did not sync")
+		}
+		users := func(ns, name string) []string {
+			us, err := st.Users(refs.ConfigMap, ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, u := range us {
+				out = append(out, u.Obj.Name)
+			}
+			slices.Sort(out)
+			return out
+		}
+		for _, tt := range []struct {
+			ns, name string
+			want     []string
+		}{
+			{"a", "app-1", []string{"matcher"}},
+			{"a", "app-2", []string{"matcher", "plain"}},
+			{"a", "new", []string{"matcher"}},
+			{"b", "app-3", []string{"matcher"}},
+			{"c", "x", nil},
+		} {
+			if diff := cmp.Diff(tt.want, users(tt.ns, tt.name)); diff != "" {
+				t.Errorf("namespaces %v: users of %s/%s (-want +got):\n%s", namespaces, tt.ns, tt.name, diff)
+			}
+		}
+		listed, err := st.List(refs.ConfigMap, "a")
+		if err != nil || len(listed) != 2 {
+			t.Errorf("namespaces %v: List(a) = %d objects, %v; want 2", namespaces, len(listed), err)
+		}
+		if none, _ := st.List(refs.Secret, "a"); len(none) != 0 {
+			t.Errorf("namespaces %v: List(Secret, a) = %d objects", namespaces, len(none))
+		}
+		cancel()
 	}
 }
