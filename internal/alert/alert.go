@@ -28,6 +28,8 @@ package alert
 import (
 	"fmt"
 	"strings"
+
+	"github.com/watcher-dev/watcher/internal/attribution"
 )
 
 // The events an alert is about.
@@ -89,24 +91,19 @@ type Source struct {
 }
 
 // describe says what changed of s: "Secret shop/db (from SealedSecret
-// shop/db) changed (keys: password; by kubectl-edit)", with mark around
+// shop/db) changed (keys: password) by kubectl-edit", with mark around
 // the object's name (the sink's bold).
 func (s Source) describe(mark string) string {
 	b := s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
 	if s.SealedSecret != "" {
 		b += " (from SealedSecret " + s.Namespace + "/" + s.SealedSecret + ")"
 	}
-	var more []string
+	b += " changed"
 	if len(s.Keys) > 0 {
-		more = append(more, "keys: "+strings.Join(s.Keys, ", "))
+		b += " (keys: " + strings.Join(s.Keys, ", ") + ")"
 	}
 	if len(s.ChangedBy) > 0 {
-		more = append(more, "by "+strings.Join(s.ChangedBy, ", "))
-	}
-	if len(more) > 0 {
-		b += " changed (" + strings.Join(more, "; ") + ")"
-	} else {
-		b += " changed"
+		b += " by " + attribution.Join(s.ChangedBy)
 	}
 	return b
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/watcher-dev/watcher/internal/attribution"
 )
 
 // The sinks.
@@ -110,7 +112,7 @@ func teams(a Alert, info string) map[string]any {
 			v = append(v, "from SealedSecret "+s.Namespace+"/"+s.SealedSecret)
 		}
 		if len(s.ChangedBy) > 0 {
-			v = append(v, "changed by "+strings.Join(s.ChangedBy, ", "))
+			v = append(v, "changed by "+attribution.Join(s.ChangedBy))
 		}
 		facts = append(facts, fact{s.Object.String(), strings.Join(v, "; ")})
 	}

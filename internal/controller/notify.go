@@ -41,8 +41,9 @@ func fromSealed(namespace, name string) string {
 	return " (from SealedSecret " + name + ")"
 }
 
-// notifyRestart sends the restart alert of key for changes.
-func (r *Reconciler) notifyRestart(key workload.Key, changes []plan.Change, owners []string) {
+// notifyRestart sends the restart alert of key for changes, each made
+// from the SealedSecret in owners and by the managers in by.
+func (r *Reconciler) notifyRestart(key workload.Key, changes []plan.Change, owners []string, by [][]string) {
 	if r.Config.Alerts == nil {
 		return
 	}
@@ -50,7 +51,7 @@ func (r *Reconciler) notifyRestart(key workload.Key, changes []plan.Change, owne
 	for i, c := range changes {
 		a.Sources = append(a.Sources, alert.Source{
 			Object: alert.Object{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name},
-			Keys:   c.Keys, SealedSecret: owners[i],
+			Keys:   c.Keys, SealedSecret: owners[i], ChangedBy: by[i],
 		})
 	}
 	r.Config.Alerts.Notify(a)

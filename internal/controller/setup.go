@@ -143,6 +143,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		resolve:  cfg.Resolver,
 		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
 	}
+	r.changedBy = newChangedBy()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -172,6 +173,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
+		h.changedBy = r.changedBy
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}

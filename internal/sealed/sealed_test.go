@@ -20,7 +20,7 @@ const ciphertext = "AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq"
 
 func sealedSecret(enc map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{"encryptedData": enc, "template": map[string]any{"type": "Opaque"}},
+		"spec":   map[string]any{"encryptedData": enc, "template": map[string]any{"type": "Opaque"}},
 		"status": map[string]any{"observedGeneration": int64(1)},
 	}}
 	u.SetGroupVersionKind(sealed.GVK)

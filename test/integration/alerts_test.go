@@ -68,8 +68,11 @@ func TestAlertsDelivered(t *testing.T) {
 	a := first.received()[0]
 	g.Expect(a).To(HaveKeyWithValue("event", "restart"))
 	g.Expect(a).To(HaveKeyWithValue("workload", map[string]any{"kind": "Deployment", "namespace": ns, "name": "web"}))
-	g.Expect(a).To(HaveKeyWithValue("sources", ConsistOf(map[string]any{"kind": "Secret", "namespace": ns, "name": "db", "keys": []any{"password"}})))
-	g.Expect(a).To(HaveKeyWithValue("message", "watcher restarted Deployment "+ns+"/web because Secret "+ns+"/db changed (keys: password)"))
+	g.Expect(a).To(HaveKeyWithValue("sources", ConsistOf(And(
+		HaveKeyWithValue("kind", "Secret"), HaveKeyWithValue("namespace", ns), HaveKeyWithValue("name", "db"),
+		HaveKeyWithValue("keys", []any{"password"}), HaveKey("changedBy"), // see TestWhoChangedIt
+	))))
+	g.Expect(a).To(HaveKeyWithValue("message", HavePrefix("watcher restarted Deployment "+ns+"/web because Secret "+ns+"/db changed (keys: password) by ")))
 	g.Expect(a).To(HaveKeyWithValue("additionalInfo", "cluster test"))
 
 	setSecret(t, urls, "url", srv2.URL+"/hook")
