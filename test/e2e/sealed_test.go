@@ -44,6 +44,9 @@ func TestSealedSecretsController(t *testing.T) {
 
 	w := startWatcher(t, "watcher", ns)
 	w.WaitReady(t)
+	// Only the leader reports SealedSecrets (a standby's informers run
+	// too): what changes before it leads is not reported.
+	waitLeader(t, []*proc{w})
 	applySealed(t, seal(t, bin, cert, ns, "db", "first value"))
 	waitLog(t, w, "SealedSecret "+ns+"/db created, keys: password")
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
