@@ -42,6 +42,9 @@ type Reconciler struct {
 	rules plan.Chain
 	// changedBy says who made the changes not handled yet.
 	changedBy *changedBy
+	// dry holds, in dry-run mode, the records watcher would have written;
+	// nil otherwise.
+	dry *dryRun
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -71,6 +74,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if cached == nil && err == nil {
+		r.dry.drop(key) // deleted
+	}
 	if err != nil || cached == nil {
 		return plan.Plan{}, err
 	}
@@ -182,6 +188,9 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 			}
 			in.Recorded = nil
 		}
+	}
+	if rec, ok := r.dry.record(obj); ok {
+		in.Recorded = rec // what watcher would have written
 	}
 	for _, ref := range in.Refs {
 		cfg, err := r.config(ctx, obj.GetNamespace(), ref, report)

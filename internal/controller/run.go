@@ -40,9 +40,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	// The store's index and the reconciler find references alike.
-	resolver := resolve.New(resolve.Options{
-		Sources:                   []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}},
+	// The store's index and the reconciler find references alike, and as
+	// the graph and explain commands do.
+	resolver := resolve.Standard(resolve.Settings{
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})
@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CronJobTrigger:     o.CronJobTrigger,
+		DryRun:             o.DryRun,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
 		Strategy:           strategy,
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 			return fmt.Errorf("set up manager: %w", err)
 		}
 	}
-	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)
 }
 

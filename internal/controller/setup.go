@@ -85,6 +85,9 @@ type Config struct {
 	// CronJobTrigger creates a Job from a CronJob just restarted (see
 	// trigger).
 	CronJobTrigger bool
+	// DryRun decides as usual but writes nothing to workloads (see
+	// dryRun).
+	DryRun bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
@@ -144,6 +147,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
 	}
 	r.changedBy = newChangedBy()
+	if cfg.DryRun {
+		r.dry = newDryRun()
+	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
