@@ -124,17 +124,6 @@ func (w *Watcher) Disable() {
 	}
 }
 
-// Count returns how many SealedSecrets are watched.
-func (w *Watcher) Count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, inf := range w.infs {
-		n += len(inf.GetStore().ListKeys())
-	}
-	return n
-}
-
 func (w *Watcher) handle(ctx context.Context, inf toolscache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
