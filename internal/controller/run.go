@@ -62,6 +62,14 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if !ok {
 		return fmt.Errorf("unknown restart strategy %q", o.RestartStrategy)
 	}
+	alerts, alertRunnables, err := newAlerts(cfg, o, log)
+	if err != nil {
+		return err
+	}
+	sealedSecrets, err := sealedOptions(cfg, o, hasher)
+	if err != nil {
+		return err
+	}
 	lease := o.Lock == options.LockLease
 	metricsAddr, err := pickPort(o.MetricsAddr)
 	if err != nil {
@@ -104,7 +112,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		NeedLeaderElection: lease,
 		Locker:             locker,
 		Resolver:           resolver,
-		Guards:             guardConfig(o),
+		Guards:             withAlerts(guardConfig(o), alerts),
+		Alerts:             alerts,
+		SealedSecrets:      sealedSecrets,
 	})
 	if err != nil {
 		return err
@@ -126,6 +136,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		mgr.AddReadyzCheck("lock", monitor.Check),
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
+	}
+	for _, r := range alertRunnables {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("set up manager: %w", err)
+		}
 	}
 	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)
