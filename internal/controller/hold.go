@@ -19,6 +19,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -116,9 +117,9 @@ func newGuards(cfg GuardConfig, st *store.Store, rec recorder.EventRecorder) *gu
 		g.now = time.Now
 	}
 	// The order of the hold seam (see package guard): the gates of others
-	// (maintenance windows), then flapping, budget, failed rollouts, and
+	// (maintenance windows), pause periods, then flapping, budget, failed rollouts, and
 	// the wave last, as it reserves a slot when it admits.
-	g.chain = append(slices.Clone(cfg.Gates), g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
+	g.chain = append(slices.Clone(cfg.Gates), guard.NewPauses(), g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
 	for _, r := range guard.Reasons {
 		metrics.RestartsHeld.WithLabelValues(string(r))
 		metrics.HeldRestarts.WithLabelValues(string(r))
@@ -206,6 +207,11 @@ func (g *guards) request(key workload.Key, obj client.Object, p plan.Plan, repor
 			req.Priority = n
 		}
 	}
+	if d, err := optin.PausePeriodOf(optin.Of(obj)); err != nil {
+		report(err)
+	} else {
+		req.PausePeriod = d
+	}
 	for _, c := range p.Changes {
 		id := describe(key.Namespace, c.Ref)
 		sum := "gone"
@@ -265,7 +271,7 @@ func (g *guards) held1(ctx context.Context, key workload.Key, obj client.Object,
 	metrics.HeldRestarts.WithLabelValues(string(v.Reason)).Inc()
 	log.Info("Restart held", "reason", v.Reason, "until", until(v.Until), "why", v.Message)
 	kind, why := corev1.EventTypeWarning, ReasonRestartHeld
-	if v.Reason == guard.ReasonWave { // waiting in a wave is the design, not a problem
+	if v.Reason == guard.ReasonWave || v.Reason == guard.ReasonPausePeriod { // waiting is what was asked for, not a problem
 		kind, why = corev1.EventTypeNormal, ReasonRestartWaiting
 	}
 	g.recorder.Eventf(obj, nil, kind, why, "Restart", "%s", truncate("Restart held ("+string(v.Reason)+"): "+v.Message))

@@ -20,6 +20,8 @@
 //
 //	gate            Reason          holds while                            released by
 //	(window)        window          outside a maintenance window           the window opening (Until)
+//	Pauses          pause-period    the workload's pause period, counted   the period ending (Until)
+//	                                from its first held restart
 //	Flaps           flapping        a changed source is flapping           quiet for --flap-quiet (Until),
 //	                                                                       or a person (Request.Released)
 //	Budget          budget          the workload restarted Max times       the oldest restart leaving
@@ -53,10 +55,11 @@ const (
 	ReasonWave          Reason = "wave"
 	ReasonFailedRollout Reason = "failed-rollout"
 	ReasonWindow        Reason = "window"
+	ReasonPausePeriod   Reason = "pause-period"
 )
 
 // Reasons lists every Reason, for metrics.
-var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow}
+var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow, ReasonPausePeriod}
 
 // Source is a ConfigMap or Secret whose change causes a restart.
 type Source struct {
@@ -77,6 +80,8 @@ type Request struct {
 	Priority int
 	// Sources are the changed ConfigMaps and Secrets, sorted by ID.
 	Sources []Source
+	// PausePeriod is the workload's pause period (Pauses); 0: none.
+	PausePeriod time.Duration
 	// Released is true when a person released the holds of this restart
 	// (ReleaseAnnotation): the budget, flapping and failed-rollout gates
 	// admit it.

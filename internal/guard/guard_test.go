@@ -173,3 +173,45 @@ func TestFlapsSweep(t *testing.T) {
 		t.Errorf("LastChange = %v, %v", last, ok)
 	}
 }
+
+// TestPauses: Reloader's pause period: the restarts of a period, counted
+// from the first, become one, at its end; the next change starts a new
+// period; a stale first time does not release a new change at once.
+func TestPauses(t *testing.T) {
+	const period = time.Minute
+	type step struct {
+		at     time.Duration
+		hold   bool
+		until  time.Duration
+		commit bool
+	}
+	tests := []struct {
+		name   string
+		period time.Duration
+		steps  []step
+	}{
+		{"no period", 0, []step{{at: 0}, {at: time.Second}}},
+		{"changes within the period roll once, at its end", period, []step{
+			{at: 0, hold: true, until: period}, {at: 10 * time.Second, hold: true, until: period},
+			{at: 59 * time.Second, hold: true, until: period}, {at: period, commit: true},
+			{at: 90 * time.Second, hold: true, until: 150 * time.Second}}},
+		{"a stale first time starts a new period", period, []step{
+			{at: 0, hold: true, until: period}, {at: 10 * time.Minute, hold: true, until: 11 * time.Minute}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := guard.NewPauses()
+			for i, s := range tt.steps {
+				r := req("ns/a", at(s.at))
+				r.PausePeriod = tt.period
+				v := p.Check(r)
+				if v.Hold != s.hold || (s.hold && (!v.Until.Equal(at(s.until)) || v.Reason != guard.ReasonPausePeriod)) {
+					t.Fatalf("step %d at %s: %+v, want hold %v until %s", i, s.at, v, s.hold, s.until)
+				}
+				if s.commit {
+					p.Commit(r)
+				}
+			}
+		})
+	}
+}

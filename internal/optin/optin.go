@@ -18,6 +18,8 @@
 //	                                                   "true" count (Searched)
 //	configmaps.exclude.reloader.stakater.com/reload  names  ConfigMaps that never count
 //	secrets.exclude.reloader.stakater.com/reload     names  Secrets that never count
+//	deployment.reloader.stakater.com/pause-period    duration  restarts wait for
+//	                                                   the period (PausePeriodOf)
 //
 // As in Reloader, when a workload has none of the annotations that opt in
 // (auto, typed auto, reload lists, search), those of its pod template are
@@ -48,6 +50,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,12 +72,13 @@ const (
 	Match            = "reloader.stakater.com/match"
 	ConfigMapExclude = "configmaps.exclude.reloader.stakater.com/reload"
 	SecretExclude    = "secrets.exclude.reloader.stakater.com/reload"
+	PausePeriod      = "deployment.reloader.stakater.com/pause-period"
 )
 
 // WorkloadKeys are the annotations of workloads this package reads, and
 // ConfigKeys those of ConfigMaps and Secrets: the cache must keep them.
 var (
-	WorkloadKeys = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude}
+	WorkloadKeys = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod}
 	ConfigKeys   = []string{Ignore, Match}
 )
 
@@ -219,6 +223,23 @@ func HasPatterns(ann map[string]string, kind refs.Kind) bool {
 	return ok && parse(v).wild
 }
 
+// PausePeriodOf reads a workload's pause period (Reloader's
+// deployment.reloader.stakater.com/pause-period, a Go duration such as
+// "5m"): its restarts wait until the period, counted from the first, ends,
+// so that the changes made meanwhile roll out once (package guard). Zero
+// when absent; an error, and zero, when it is not a positive duration.
+func PausePeriodOf(ann map[string]string) (time.Duration, error) {
+	v, ok := ann[PausePeriod]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("annotation %s is not a positive duration such as 5m; restarting without a pause", PausePeriod)
+	}
+	return d, nil
+}
+
 // Check returns an error for each annotation among ann that is malformed:
 // a boolean that is not one, a list entry that does not compile. Values of
 // booleans are not quoted (on a Secret they could be anything); list entries
@@ -231,6 +252,9 @@ func Check(ann map[string]string) error {
 				errs = append(errs, fmt.Errorf("annotation %s is neither true nor false; ignoring it", key))
 			}
 		}
+	}
+	if _, err := PausePeriodOf(ann); err != nil {
+		errs = append(errs, err)
 	}
 	for _, key := range []string{ConfigMapReload, SecretReload} {
 		if v, ok := ann[key]; ok {

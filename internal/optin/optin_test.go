@@ -3,6 +3,7 @@ package optin_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -213,5 +214,26 @@ func TestHasPatterns(t *testing.T) {
 	}
 	if optin.HasPatterns(map[string]string{optin.ConfigMapReload: "app-.*"}, refs.Secret) {
 		t.Error("a ConfigMap list has no pattern for Secrets")
+	}
+}
+
+// TestPausePeriodOf: a positive Go duration; anything else is reported and
+// means no pause.
+func TestPausePeriodOf(t *testing.T) {
+	for v, want := range map[string]time.Duration{"5m": 5 * time.Minute, " 30s ": 30 * time.Second, "1h30m": 90 * time.Minute} {
+		if got, err := optin.PausePeriodOf(map[string]string{optin.PausePeriod: v}); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"5", "soon", "-1m", "0s", ""} {
+		if got, err := optin.PausePeriodOf(map[string]string{optin.PausePeriod: v}); err == nil || got != 0 {
+			t.Errorf("%q: %v, %v; want an error", v, got, err)
+		}
+		if optin.Check(map[string]string{optin.PausePeriod: v}) == nil {
+			t.Errorf("Check(%q) reports nothing", v)
+		}
+	}
+	if got, err := optin.PausePeriodOf(nil); got != 0 || err != nil {
+		t.Errorf("absent: %v, %v", got, err)
 	}
 }

@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -94,4 +96,31 @@ func TestReloaderTemplateAnnotations(t *testing.T) {
 	})
 	waitRollouts(t, dep, 1)
 	NewWithT(t).Eventually(func() bool { return recorded(t, ns, "web") }, wait).Should(BeFalse())
+}
+
+// TestReloaderPausePeriod: with deployment.reloader.stakater.com/pause-period,
+// the changes made within the period, counted from the first, roll out once,
+// at its end, to the last content; a workload without it restarts at each.
+func TestReloaderPausePeriod(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"k": "1"})
+	create(t, cm)
+	paused := track(t, annotated(ns, "paused", envFrom("cfg", ""), map[string]string{optin.PausePeriod: "4s"}))
+	plain := track(t, deployment(ns, "plain", envFrom("cfg", "")))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "paused", corev1.PodSpec{}))
+	waitAdopted(t, deployment(ns, "plain", corev1.PodSpec{}))
+
+	start := time.Now()
+	for i := 2; i <= 4; i++ {
+		setConfigMap(t, cm, "k", fmt.Sprint(i))
+		waitRollouts(t, plain, i-1)
+	}
+	stayRollouts(t, paused, 0)
+	waitRollouts(t, paused, 1)
+	g := NewWithT(t)
+	g.Expect(time.Since(start)).To(BeNumerically(">=", 3*time.Second), "the rollout waited for the period")
+	stayRollouts(t, paused, 1)
+	g.Expect(events(t, ns, "paused", "RestartWaiting")).To(ContainElement(ContainSubstring("pause period 4s")))
 }
