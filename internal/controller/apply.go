@@ -34,7 +34,11 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
 	}
-	strategy := r.strategy(ctx, obj)
+	applied, err := r.applied(obj, in.Refs)
+	if err != nil {
+		return err
+	}
+	strategy := r.strategy(ctx, obj, r.defaultStrategy(applied))
 	if p.Action == plan.None {
 		return nil
 	}
@@ -70,16 +74,18 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
+		r.restartedForPolicies(applied, key, p)
 		r.trigger(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
 }
 
-// strategy returns the restart strategy of obj. An unknown one on the
-// workload is reported whenever the workload is handled, like a malformed
-// opt-out, and never blocks it: the default is used.
-func (r *Reconciler) strategy(ctx context.Context, obj client.Object) restart.Strategy {
-	s, err := restart.For(obj, r.Config.Strategy)
+// strategy returns the restart strategy of obj, def when its annotation
+// names none. An unknown one on the workload is reported whenever the
+// workload is handled, like a malformed opt-out, and never blocks it: def
+// is used.
+func (r *Reconciler) strategy(ctx context.Context, obj client.Object, def restart.Strategy) restart.Strategy {
+	s, err := restart.For(obj, def)
 	if err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}

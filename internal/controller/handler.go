@@ -26,6 +26,8 @@ type configHandler struct {
 	cfg      Config
 	log      logr.Logger
 	debounce *debouncer
+	// policies may hold the changes of an object longer (coalesce).
+	policies *Policies
 }
 
 func (h *configHandler) funcs() handler.TypedEventHandler[client.Object, Request] {
@@ -43,7 +45,7 @@ func (h *configHandler) create(_ context.Context, e event.TypedCreateEvent[clien
 	if e.IsInInitialList {
 		return
 	}
-	h.debounce.Add(h.request(e.Object), q)
+	h.debounce.AddHeld(h.request(e.Object), q, h.policies.coalesce(h.kind, e.Object))
 }
 
 // update enqueues a data change, once the object's changes are quiet.
@@ -60,7 +62,7 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)
 		return
 	}
-	h.debounce.Add(h.request(e.ObjectNew), q)
+	h.debounce.AddHeld(h.request(e.ObjectNew), q, h.policies.coalesce(h.kind, e.ObjectNew))
 }
 
 // delete restarts nothing unless ReloadOnDelete: running pods keep the

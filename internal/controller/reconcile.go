@@ -151,9 +151,14 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 	if err != nil {
 		return plan.Input{}, err
 	}
+	applied, err := r.applied(obj, uses)
+	if err != nil {
+		return plan.Input{}, err
+	}
 	in := plan.Input{
 		Rules:           r.rules,
 		Annotations:     optin.Of(obj),
+		Policies:        applied.Named,
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,

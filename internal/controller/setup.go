@@ -109,6 +109,8 @@ type Config struct {
 	// HeldRetry is how long to wait before looking again at a change whose
 	// lock another replica holds.
 	HeldRetry time.Duration
+	// Policies are the ReloadPolicies; nil: none.
+	Policies *Policies
 }
 
 // Setup registers the controller with mgr. Its sources are the informers of
@@ -162,11 +164,14 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
+	}
+	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
+		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
 	c, err := b.Build(r)
 	if err != nil {

@@ -46,7 +46,7 @@ func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObj
 	}
 	return &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Annotations: a},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Labels: map[string]string{"app": "web"}, Annotations: a},
 	}
 }
 

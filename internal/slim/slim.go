@@ -6,7 +6,8 @@
 //
 //	object              kept
 //	any (Meta)          name, namespace, uid, resourceVersion, generation,
-//	                    deletionTimestamp, and the annotations asked for
+//	                    deletionTimestamp, labels, and the annotations
+//	                    asked for
 //	workload (Workload) the above, and in place of its spec the ConfigMaps
 //	                    and Secrets its pod template uses, as
 //	                    workload.RefsAnnotation, the names of its
@@ -17,7 +18,9 @@
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
 //
-// Labels are not kept: label selectors are applied by the API server.
+// Labels are kept for the selectors of ReloadPolicies (package policy),
+// which pick workloads, ConfigMaps and Secrets by label; the label
+// selectors of watcher's options are applied by the API server.
 // Every transform here is idempotent, as client-go requires.
 package slim
 
@@ -42,11 +45,11 @@ import (
 const ErrorOperation = "transform"
 
 // Meta returns the parts of m watcher reads, with only the annotations
-// named in keep.
+// named in keep. The labels are shared with m, not copied.
 func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels,
 	}
 	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {
@@ -114,7 +117,7 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 func objectMeta(w client.Object) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: w.GetName(), Namespace: w.GetNamespace(), UID: w.GetUID(), ResourceVersion: w.GetResourceVersion(),
-		Generation: w.GetGeneration(), DeletionTimestamp: w.GetDeletionTimestamp(), Annotations: w.GetAnnotations(),
+		Generation: w.GetGeneration(), DeletionTimestamp: w.GetDeletionTimestamp(), Labels: w.GetLabels(), Annotations: w.GetAnnotations(),
 	}
 }
 
