@@ -66,4 +66,3 @@ func targets(namespace string, t Target, st Workloads) ([]workload.Key, error) {
 	}
 	return out, nil
 }
-
