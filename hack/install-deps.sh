@@ -2,7 +2,8 @@
 # install-deps.sh installs what the tests need that a fresh machine lacks:
 # redis-server from Debian's packages, and the control-plane binaries (built
 # from Go modules into a cache, once per version), and the CRDs the
-# integration tests install (hack/crds.sh).
+# integration tests install (hack/crds.sh), and Argo Rollouts' controller
+# that the e2e tests run (hack/argo-rollouts.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null 2>&1; then
@@ -13,3 +14,4 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 hack/controlplane-bins.sh >/dev/null
 hack/crds.sh >/dev/null
+hack/argo-rollouts.sh >/dev/null

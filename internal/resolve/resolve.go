@@ -119,8 +119,12 @@ func New(o Options) *Resolver {
 
 // Refs returns the references of obj that count, sorted, one per object.
 // A source that fails fails the whole: a partial answer would drop
-// references silently.
+// references silently. A workload whose template lives in another object
+// (workload.Delegates) has none: it is restarted through that object.
 func (r *Resolver) Refs(obj client.Object) ([]refs.Ref, error) {
+	if workload.Delegates(obj) {
+		return nil, nil
+	}
 	lists := make([][]refs.Ref, 0, len(r.sources))
 	for _, s := range r.sources {
 		rs, err := s.Refs(obj)
@@ -147,6 +151,9 @@ func (r *Resolver) Refs(obj client.Object) ([]refs.Ref, error) {
 // namespace for each, so that a change of any object of that kind there
 // reaches it.
 func (r *Resolver) Wildcards(obj client.Object) []refs.Kind {
+	if workload.Delegates(obj) {
+		return nil
+	}
 	var out []refs.Kind
 	for _, s := range r.sources {
 		m, ok := s.(Matcher)
@@ -184,8 +191,8 @@ func (r *Resolver) Resolve(obj client.Object, configs Configs) ([]refs.Ref, erro
 // configs its matches accept.
 func (r *Resolver) resolve(obj client.Object, configs Configs) ([]refs.Ref, error) {
 	named, err := r.Refs(obj)
-	if err != nil {
-		return nil, err
+	if err != nil || workload.Delegates(obj) {
+		return named, err
 	}
 	lists := [][]refs.Ref{named}
 	for _, s := range r.sources {

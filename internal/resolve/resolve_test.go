@@ -8,10 +8,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // fixed is a Source that finds the same references for every workload.
@@ -170,5 +172,35 @@ func TestMatches(t *testing.T) {
 		if ref.Kind == refs.ConfigMap {
 			t.Errorf("ignored namespace: ConfigMap %s resolved", ref.Name)
 		}
+	}
+}
+
+// TestDelegated: an Argo Rollout whose template lives in a Deployment
+// (spec.workloadRef) has no references, whatever its reload lists say: it
+// is restarted through the Deployment, and a restart written on it would
+// give it a template of its own. One with its own template has them.
+func TestDelegated(t *testing.T) {
+	r := resolve.New(resolve.Options{Sources: []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}}})
+	rollout := func(spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetGroupVersionKind(workload.Rollout.GVK)
+		u.SetNamespace("shop")
+		u.SetName("web")
+		u.SetAnnotations(map[string]string{"configmap.reloader.stakater.com/reload": "settings, app-.*"})
+		return u
+	}
+	byRef := rollout(map[string]any{"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}})
+	got, err := r.Resolve(byRef, configs{stored(refs.ConfigMap, "shop", "app-a")})
+	if err != nil || got != nil || r.Wildcards(byRef) != nil {
+		t.Errorf("workloadRef Rollout: refs %v, wildcards %v, err %v; want none", got, r.Wildcards(byRef), err)
+	}
+	stored := byRef.DeepCopy()
+	stored.SetAnnotations(map[string]string{workload.DelegatedAnnotation: "true", "configmap.reloader.stakater.com/reload": "settings"})
+	if got, _ := r.Refs(stored); got != nil {
+		t.Errorf("stored workloadRef Rollout: %v", got)
+	}
+	own := rollout(map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{}}}})
+	if got, _ := r.Refs(own); len(got) != 1 {
+		t.Errorf("Rollout with its own template: %v, want the reload list's settings", got)
 	}
 }

@@ -106,6 +106,9 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 			out.Annotations[restart.ContainersAnnotation] = restart.EncodeContainers(restart.ContainersOf(&tmpl.Spec))
 		}
 		out.Annotations[workload.RefsAnnotation] = refs.Encode(uses)
+		if workload.Delegates(w) {
+			out.Annotations[workload.DelegatedAnnotation] = "true"
+		}
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why
 		}

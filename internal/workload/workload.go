@@ -172,6 +172,31 @@ func (k Kind) delegates(u *unstructured.Unstructured) bool {
 	return err == nil && found && v != nil
 }
 
+// DelegatedAnnotation marks, on a workload in watcher's store, one whose pod
+// template lives in another object (Delegates). Like RefsAnnotation, the key
+// is not a valid annotation key.
+const DelegatedAnnotation = "watcher.dev/cached/delegated"
+
+// Delegates tells whether obj, a workload of a kind with a TemplateRef,
+// names another object that holds its pod template and has none of its own
+// (an Argo Rollout with spec.workloadRef): such a workload is restarted
+// through that object, never itself, so nothing refers to it.
+func Delegates(obj client.Object) bool {
+	if _, ok := obj.GetAnnotations()[DelegatedAnnotation]; ok {
+		return true
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	k, ok := Of(u)
+	if !ok || !k.delegates(u) {
+		return false
+	}
+	_, found, _ := unstructured.NestedFieldNoCopy(u.Object, k.Template...)
+	return !found
+}
+
 // template turns a typed accessor into one that takes any object.
 func template[T client.Object](get func(T) *corev1.PodTemplateSpec) func(client.Object) (*corev1.PodTemplateSpec, bool) {
 	return func(obj client.Object) (*corev1.PodTemplateSpec, bool) {

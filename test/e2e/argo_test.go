@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
+	"github.com/watcher-dev/watcher/test/fixture"
+)
+
+// TestArgoRollouts: Argo Rollouts' own controller (built from its Go module
+// by hack/argo-rollouts.sh, with its own CRDs) rolls Rollouts on the kwok
+// cluster. A change of the ConfigMap a Rollout's template uses gives the
+// Rollout exactly one new ReplicaSet, whose pods run the new template and
+// replace the old ones. A Rollout whose template lives in a Deployment
+// (spec.workloadRef) is rolled by Argo when watcher restarts that
+// Deployment, and the Rollout itself is never written.
+func TestArgoRollouts(t *testing.T) {
+	dir := argoRollouts(t)
+	installCRDs(t, filepath.Join(dir, "crds"))
+	ns := namespace(t)
+	startArgo(t, dir, ns)
+	cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	own := argoRollout(t, ns, "own", map[string]any{"template": template(t, "own")})
+	base := fixture.Deployment(ns, "base", fixture.EnvFrom("cfg", ""))
+	base.Spec.Replicas = ptr.To[int32](0) // Argo runs the pods, from its template
+	byRef := argoRollout(t, ns, "by-ref", map[string]any{
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "base"},
+	})
+	create(t, own, base, byRef)
+	for _, r := range []string{"own", "by-ref"} {
+		waitRolledOut(t, ns, r, 1)
+	}
+	w := startWatcher(t, "watcher", ns)
+	waitAdopted(t, own)
+	waitAdopted(t, base)
+
+	setData(t, cm, "a", "2")
+	for _, r := range []string{"own", "by-ref"} {
+		waitRolledOut(t, ns, r, 2)
+	}
+	waitLog(t, w, "restarted Rollout "+ns+"/own because ConfigMap "+ns+"/cfg changed (keys: a)")
+	waitLog(t, w, "restarted Deployment "+ns+"/base because ConfigMap "+ns+"/cfg changed (keys: a)")
+	time.Sleep(2 * time.Second)
+	for _, r := range []string{"own", "by-ref"} {
+		NewWithT(t).Expect(replicaSets(t, ns, r)).To(HaveLen(2), "Rollout %s rolled once", r)
+	}
+	NewWithT(t).Expect(get(t, byRef).GetAnnotations()).NotTo(HaveKey(plan.RecordAnnotation), "the workloadRef Rollout is not written")
+}
+
+// argoRollouts builds Argo's controller if needed and returns its folder.
+func argoRollouts(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "argo-rollouts.sh")).Output()
+	if err != nil {
+		t.Fatalf("hack/argo-rollouts.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// installCRDs creates every CRD of dir, once per test binary run (server-side
+// apply: idempotent), and waits until they are served.
+func installCRDs(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*-crd.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &unstructured.Unstructured{}
+		err = yaml.NewYAMLOrJSONDecoder(r, 4096).Decode(&crd.Object)
+		r.Close()
+		if err != nil {
+			t.Fatalf("read %s: %v", f, err)
+		}
+		crd.SetManagedFields(nil)
+		if err := k8s.Patch(ctx, crd, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+			t.Fatalf("apply %s: %v", f, err)
+		}
+	}
+	NewWithT(t).Eventually(func() error {
+		return k8s.List(ctx, workload.Rollout.NewList(), client.InNamespace("default"))
+	}, wait).Should(Succeed(), "Rollouts served")
+}
+
+// startArgo runs Argo's controller for namespace ns until the test ends.
+func startArgo(t *testing.T, dir, ns string) {
+	t.Helper()
+	port := func() string { a := freeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
+	logs := &lines{}
+	cmd := exec.Command(filepath.Join(dir, "rollouts-controller"), "--kubeconfig="+kube.Kubeconfig,
+		"--namespaced", "--namespace="+ns, "--leader-elect=false", "--metricsport="+port(), "--healthzPort="+port(),
+		"--rollout-resync=10")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start rollouts-controller: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("log of rollouts-controller:\n%s", logs)
+		}
+	})
+}
+
+// argoRollout returns a Rollout of two replicas with spec, a canary without
+// steps (a new revision is promoted at once).
+func argoRollout(t *testing.T, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	spec["replicas"] = int64(2)
+	spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": name}}
+	if _, ok := spec["workloadRef"]; ok {
+		spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "base"}}
+	}
+	spec["strategy"] = map[string]any{"canary": map[string]any{}}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(workload.Rollout.GVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// template is the pod template of a Rollout that reads ConfigMap cfg.
+func template(t *testing.T, name string) map[string]any {
+	t.Helper()
+	tmpl := fixture.Deployment("", name, fixture.EnvFrom("cfg", "")).Spec.Template
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// replicaSets returns the ReplicaSets the Rollout name owns.
+func replicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
+	t.Helper()
+	var all appsv1.ReplicaSetList
+	if err := k8s.List(ctx, &all, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []appsv1.ReplicaSet
+	for _, rs := range all.Items {
+		for _, o := range rs.OwnerReferences {
+			if o.Kind == "Rollout" && o.Name == name {
+				out = append(out, rs)
+			}
+		}
+	}
+	return out
+}
+
+// waitRolledOut waits until the Rollout name owns n ReplicaSets and its pods
+// (two, Ready) all belong to the newest, which Argo reports Healthy.
+func waitRolledOut(t *testing.T, ns, name string, n int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		ro := workload.Rollout.New().(*unstructured.Unstructured)
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ro)).To(Succeed())
+		phase, _, _ := unstructured.NestedString(ro.Object, "status", "phase")
+		g.Expect(phase).To(Equal("Healthy"), "Rollout %s phase", name)
+		hash, _, _ := unstructured.NestedString(ro.Object, "status", "currentPodHash")
+		g.Expect(replicaSets(t, ns, name)).To(HaveLen(n))
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": hash})).To(Succeed())
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		g.Expect(ready).To(Equal(2), "ready pods of Rollout %s's revision %s", name, hash)
+		var others corev1.PodList
+		g.Expect(k8s.List(ctx, &others, client.InNamespace(ns))).To(Succeed())
+		for _, p := range others.Items {
+			if p.Labels["rollouts-pod-template-hash"] != hash && ownedByRollout(p, name) && p.DeletionTimestamp == nil {
+				g.Expect(p.Status.Phase).NotTo(Equal(corev1.PodRunning), "old pod %s still running", p.Name)
+			}
+		}
+	}, 2*wait, 250*time.Millisecond).Should(Succeed(), "Rollout %s rolled out to revision %d", name, n)
+}
+
+// ownedByRollout tells whether pod p belongs to a ReplicaSet of the Rollout
+// name (ReplicaSets are named after their Rollout).
+func ownedByRollout(p corev1.Pod, name string) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, name+"-") {
+			return true
+		}
+	}
+	return false
+}
