@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,9 +105,7 @@ func (s *StatusWriter) Held(policies []*Policy, k workload.Key, now time.Time) {
 // Released notes that no window holds the workload k (anymore).
 func (s *StatusWriter) Released(policies []*Policy, k workload.Key) {
 	s.note(policies, func(j *Journal) {
-		if _, held := j.Held[k]; held {
-			delete(j.Held, k)
-		}
+		delete(j.Held, k)
 		j.Released[k] = true
 	})
 }
@@ -153,7 +152,7 @@ func (s *StatusWriter) next(ctx context.Context) bool {
 // write writes the status of the policy key if it changed; retry is true
 // while sources or targets do not exist yet.
 func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, err error) {
-	ns, name, _ := cutKey(key)
+	ns, name, _ := strings.Cut(key, "/")
 	cur := s.watcher.Policy(ns, name)
 	p := s.watcher.Index.Get(ns, name)
 	if cur == nil || p == nil {
@@ -251,13 +250,4 @@ func orNil[T any](items []T) any {
 		return nil
 	}
 	return items
-}
-
-func cutKey(key string) (namespace, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return "", key, false
 }
