@@ -15,6 +15,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/slim"
 )
 
 const (
@@ -41,12 +42,13 @@ func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObj
 	}
 	sort.Strings(pairs)
 	a[hash.KeysAnnotation] = strings.Join(pairs, ",")
+	a[slim.LabelsAnnotation] = "app=web"
 	for k, v := range keep {
 		a[k] = v
 	}
 	return &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Labels: map[string]string{"app": "web"}, Annotations: a},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Annotations: a},
 	}
 }
 

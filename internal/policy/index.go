@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -143,7 +145,7 @@ func (ix *Index) Coalesce(kind refs.Kind, obj client.Object) time.Duration {
 		if p.Coalesce <= out {
 			continue
 		}
-		if slices.ContainsFunc(p.Sources, func(s Source) bool { return s.Names(kind, obj.GetName(), obj.GetLabels()) }) {
+		if slices.ContainsFunc(p.Sources, func(s Source) bool { return s.Names(kind, obj.GetName(), slim.Labels(obj)) }) {
 			out = p.Coalesce
 		}
 	}
@@ -225,7 +227,7 @@ func (p *Policy) source(u refs.Ref, lbls *labelsOf) (Source, bool, error) {
 		if s.Kind != u.Kind {
 			continue
 		}
-		var l map[string]string
+		var l labels.Labels
 		if s.Selector != nil {
 			var err error
 			if l, err = lbls.get(u.Kind, u.Name); err != nil {
@@ -252,15 +254,15 @@ func (p *Policy) source(u refs.Ref, lbls *labelsOf) (Source, bool, error) {
 type labelsOf struct {
 	configs   resolve.Configs
 	namespace string
-	byKind    map[refs.Kind]map[string]map[string]string
+	byKind    map[refs.Kind]map[string]labels.Labels
 }
 
-func (l *labelsOf) get(kind refs.Kind, name string) (map[string]string, error) {
+func (l *labelsOf) get(kind refs.Kind, name string) (labels.Labels, error) {
 	if l.configs == nil {
 		return nil, nil
 	}
 	if l.byKind == nil {
-		l.byKind = map[refs.Kind]map[string]map[string]string{}
+		l.byKind = map[refs.Kind]map[string]labels.Labels{}
 	}
 	m, ok := l.byKind[kind]
 	if !ok {
@@ -268,9 +270,9 @@ func (l *labelsOf) get(kind refs.Kind, name string) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		m = make(map[string]map[string]string, len(objs))
+		m = make(map[string]labels.Labels, len(objs))
 		for _, o := range objs {
-			m[o.Name] = o.Labels
+			m[o.Name] = slim.Labels(o)
 		}
 		l.byKind[kind] = m
 	}

@@ -53,6 +53,7 @@ import (
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -166,33 +167,42 @@ func (p *Policy) Targeting(obj client.Object) bool {
 		return false
 	}
 	for _, t := range p.Targets {
-		if t.Selects(k.Name(), obj.GetName(), obj.GetLabels()) {
+		if t.Selects(k.Name(), obj.GetName(), slim.Labels(obj)) {
 			return true
 		}
 	}
 	return false
 }
 
-// Selects tells whether t selects the workload kind/name with labels lbls.
-func (t Target) Selects(kind, name string, lbls map[string]string) bool {
+// Selects tells whether t selects the workload kind/name with labels lbls
+// (nil: none).
+func (t Target) Selects(kind, name string, lbls labels.Labels) bool {
 	if t.Kind != kind {
 		return false
 	}
 	if t.Selector == nil {
 		return t.Name == name
 	}
-	return t.Selector.Matches(labels.Set(lbls))
+	return t.Selector.Matches(orNone(lbls))
 }
 
-// Names tells whether s names the object kind/name with labels lbls.
-func (s Source) Names(kind refs.Kind, name string, lbls map[string]string) bool {
+// Names tells whether s names the object kind/name with labels lbls (nil:
+// none).
+func (s Source) Names(kind refs.Kind, name string, lbls labels.Labels) bool {
 	if s.Kind != kind {
 		return false
 	}
 	if s.Selector == nil {
 		return s.Name == name
 	}
-	return s.Selector.Matches(labels.Set(lbls))
+	return s.Selector.Matches(orNone(lbls))
+}
+
+func orNone(l labels.Labels) labels.Labels {
+	if l == nil {
+		return labels.Set(nil)
+	}
+	return l
 }
 
 // ref returns the reference s makes to the object name: every key, or the

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -29,7 +30,7 @@ func Selected(p *Policy, st Workloads) ([]workload.Key, error) {
 			}
 			names = names[:0]
 			for _, o := range objs {
-				if s.Names(s.Kind, o.Name, o.Labels) {
+				if s.Names(s.Kind, o.Name, slim.Labels(o)) {
 					names = append(names, o.Name)
 				}
 			}
@@ -60,7 +61,7 @@ func targets(namespace string, t Target, st Workloads) ([]workload.Key, error) {
 	}
 	var out []workload.Key
 	for _, o := range objs {
-		if t.Selects(t.Kind, o.Name, o.Labels) {
+		if t.Selects(t.Kind, o.Name, slim.Labels(o)) {
 			out = append(out, workload.Key{Kind: t.Kind, Namespace: namespace, Name: o.Name})
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -159,7 +159,7 @@ func (r References) matches(obj client.Object) []resolve.Match {
 			sel := s.Selector
 			out = append(out, resolve.Match{
 				Kind:    s.Kind,
-				Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return sel.Matches(labels.Set(cfg.Labels)) },
+				Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return sel.Matches(slim.Labels(cfg)) },
 				Ref:     s.ref(""),
 			})
 		}

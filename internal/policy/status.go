@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -96,7 +96,7 @@ func missingSources(p *Policy, st Workloads) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(objs, func(o *metav1.PartialObjectMetadata) bool { return s.Selector.Matches(labels.Set(o.Labels)) }) {
+		if !slices.ContainsFunc(objs, func(o *metav1.PartialObjectMetadata) bool { return s.Selector.Matches(slim.Labels(o)) }) {
 			out = append(out, fmt.Sprintf("no %s matches %s", s.Kind, s.Selector))
 		}
 	}

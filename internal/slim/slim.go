@@ -6,8 +6,8 @@
 //
 //	object              kept
 //	any (Meta)          name, namespace, uid, resourceVersion, generation,
-//	                    deletionTimestamp, labels, and the annotations
-//	                    asked for
+//	                    deletionTimestamp, the annotations asked for, and
+//	                    the labels, as one string in LabelsAnnotation
 //	workload (Workload) the above, and in place of its spec the ConfigMaps
 //	                    and Secrets its pod template uses, as
 //	                    workload.RefsAnnotation, the names of its
@@ -19,8 +19,9 @@
 // weighs over a kilobyte in memory even when empty.
 //
 // Labels are kept for the selectors of ReloadPolicies (package policy),
-// which pick workloads, ConfigMaps and Secrets by label; the label
-// selectors of watcher's options are applied by the API server.
+// which pick workloads, ConfigMaps and Secrets by label (read them with
+// Labels); the label selectors of watcher's options are applied by the API
+// server.
 // Every transform here is idempotent, as client-go requires.
 package slim
 
@@ -45,11 +46,17 @@ import (
 const ErrorOperation = "transform"
 
 // Meta returns the parts of m watcher reads, with only the annotations
-// named in keep. The labels are shared with m, not copied.
+// named in keep, and its labels in LabelsAnnotation.
 func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	if len(m.Labels) > 0 {
+		// Room for the few annotations watcher adds (digests, references):
+		// maps grow as needed.
+		out.Annotations = make(map[string]string, 4)
+		out.Annotations[LabelsAnnotation] = EncodeLabels(m.Labels)
 	}
 	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {

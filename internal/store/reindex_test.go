@@ -17,6 +17,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 	"github.com/watcher-dev/watcher/test/fixture"
@@ -93,7 +94,7 @@ func TestReindex(t *testing.T) {
 		}
 		var names []string
 		for _, w := range ws {
-			names = append(names, w.Name+":"+w.Labels["app"])
+			names = append(names, w.Name+":"+slim.Labels(w).Get("app"))
 		}
 		slices.Sort(names)
 		if diff := cmp.Diff([]string{"other:", "web:web"}, names); diff != "" {
