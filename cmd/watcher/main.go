@@ -1,6 +1,10 @@
 // Command watcher restarts the Deployments, StatefulSets and DaemonSets that
 // use a ConfigMap or Secret when its data changes. Run `watcher --help` for
 // its settings.
+//
+// `watcher graph` and `watcher explain` (package cli) report on a cluster
+// instead; named kubectl-watcher, the binary is the kubectl plugin that runs
+// them as `kubectl watcher graph` and `kubectl watcher explain`.
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/options"
 )
@@ -25,6 +30,9 @@ import (
 const defaultGOGC = 50
 
 func main() {
+	if cli.IsPlugin(os.Args[0]) || (len(os.Args) > 1 && cli.IsCommand(os.Args[1])) {
+		os.Exit(cli.Main(ctrl.SetupSignalHandler(), os.Args, os.Stdout, os.Stderr))
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGOGC)
 	}

@@ -42,6 +42,10 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if p.Action == plan.None {
 		return nil
 	}
+	if d := r.dryFor(obj, applied); d != nil {
+		r.dryApply(ctx, d, key, obj, p)
+		return nil
+	}
 	onDelete := workload.OnDelete(obj) // before the patch replaces obj
 	kind, _ := workload.ByName(key.Kind)
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
@@ -98,6 +102,7 @@ const (
 	ReasonUpdatedOnDelete = "UpdatedOnDelete"
 	ReasonMissingKey      = "MissingKey"
 	ReasonWriteFailed     = "WriteFailed"
+	ReasonWouldRestart    = "WouldRestart"
 )
 
 // missing says that a restart is held because keys the pods need are gone.

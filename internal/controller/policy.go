@@ -77,6 +77,26 @@ func (r *Reconciler) applied(obj client.Object, uses []refs.Ref) (policy.Applied
 	return r.Config.Policies.Index.For(obj, uses, r.Store)
 }
 
+// dryFor returns the dry-run memory obj is decided with: --dry-run's for
+// every workload; else, for a workload a dry-run ReloadPolicy applies to
+// (a), the policies'; nil for the others, whose records are then read and
+// written as usual again (a policy's dryRun turned off forgets the
+// workload's memory).
+func (r *Reconciler) dryFor(obj client.Object, a policy.Applied) *dryRun {
+	switch {
+	case r.dry != nil:
+		return r.dry
+	case a.DryRun:
+		return r.policyDry
+	}
+	if r.policyDry != nil {
+		if k, ok := workload.Of(obj); ok {
+			r.policyDry.drop(workload.Key{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+		}
+	}
+	return nil
+}
+
 // defaultStrategy returns the strategy of obj when its annotation names
 // none: that of the policies that apply to it, else --restart-strategy.
 func (r *Reconciler) defaultStrategy(a policy.Applied) restart.Strategy {

@@ -40,6 +40,12 @@ type Reconciler struct {
 	resolve  *resolve.Resolver
 	// rules say which references count (plan.Input.Rules).
 	rules plan.Chain
+	// dry holds, in dry-run mode, the records watcher would have written;
+	// nil otherwise.
+	dry *dryRun
+	// policyDry holds the same for the workloads a dry-run ReloadPolicy
+	// applies to (see dryFor).
+	policyDry *dryRun
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -69,6 +75,10 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if cached == nil && err == nil {
+		r.dry.drop(key) // deleted
+		r.policyDry.drop(key)
+	}
 	if err != nil || cached == nil {
 		return plan.Plan{}, err
 	}
@@ -185,6 +195,9 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 			}
 			in.Recorded = nil
 		}
+	}
+	if rec, ok := r.dryFor(obj, applied).record(obj); ok {
+		in.Recorded = rec // what watcher would have written
 	}
 	for _, ref := range in.Refs {
 		cfg, err := r.config(ctx, obj.GetNamespace(), ref, report)

@@ -42,10 +42,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	// The store's index and the reconciler find references alike.
+	// The store's index and the reconciler find references alike, and as
+	// the graph and explain commands do.
 	policies := policy.NewIndex()
-	resolver := resolve.New(resolve.Options{
-		Sources:                   []resolve.Source{resolve.PodSpec{}, resolve.Annotations{}, policy.References{Index: policies}},
+	resolver := resolve.Standard(resolve.Settings{
+		Sources:                   []resolve.Source{policy.References{Index: policies}},
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})
@@ -105,6 +106,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CronJobTrigger:     o.CronJobTrigger,
+		DryRun:             o.DryRun,
 		CacheSyncTimeout:   o.CacheSyncTimeout,
 		Workers:            o.Workers,
 		Strategy:           strategy,
@@ -138,7 +140,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}
-	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)
 }
 

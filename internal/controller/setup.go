@@ -83,6 +83,9 @@ type Config struct {
 	// CronJobTrigger creates a Job from a CronJob just restarted (see
 	// trigger).
 	CronJobTrigger bool
+	// DryRun decides as usual but writes nothing to workloads (see
+	// dryRun).
+	DryRun bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
 	// Workers is the number of workloads reconciled in parallel.
@@ -136,6 +139,12 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Config:   cfg,
 		resolve:  cfg.Resolver,
 		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
+	}
+	if cfg.DryRun {
+		r.dry = newDryRun()
+	}
+	if cfg.Policies != nil {
+		r.policyDry = newDryRun()
 	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").

@@ -58,6 +58,9 @@ type Options struct {
 	// CronJobTrigger also runs a restarted CronJob at once: a Job is created
 	// from its new template, as kubectl create job --from=cronjob/NAME does.
 	CronJobTrigger bool
+	// DryRun decides as usual but writes nothing to workloads: what would
+	// be done is logged, emitted as Events and counted.
+	DryRun bool
 	// Workers is the number of workloads handled in parallel.
 	Workers int
 	// RestartStrategy is how a restart is written (see package restart),
@@ -226,6 +229,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(boolean{&o.CronJobTrigger}, "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
 	fs.Lookup("cronjob-trigger").NoOptDefVal = "true"
+	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload")
+	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 	bind(oneOf{&o.RestartStrategy, RestartStrategies}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
 

@@ -177,6 +177,12 @@ func (r *Resolver) Resolve(obj client.Object, configs Configs) ([]refs.Ref, erro
 	if err != nil {
 		return nil, err
 	}
+	return r.narrow(obj, uses, configs)
+}
+
+// narrow returns uses as the Narrowers narrow them.
+func (r *Resolver) narrow(obj client.Object, uses []refs.Ref, configs Configs) ([]refs.Ref, error) {
+	var err error
 	for _, s := range r.sources {
 		if n, ok := s.(Narrower); ok {
 			if uses, err = n.Narrow(obj, uses, configs); err != nil {

@@ -204,3 +204,42 @@ func TestDelegated(t *testing.T) {
 		t.Errorf("Rollout with its own template: %v, want the reload list's settings", got)
 	}
 }
+
+// TestExplain: Explain finds what Resolve finds, named or matched, says
+// which sources found each object, and keeps the named ones of an ignored
+// namespace, marked.
+func TestExplain(t *testing.T) {
+	d := deployment("shop")
+	d.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "cfg,extra,app-.*"}
+	all := configs{stored(refs.ConfigMap, "shop", "app-a"), stored(refs.ConfigMap, "shop", "other")}
+	r := resolve.Standard(resolve.Settings{IgnoreSecretNamespaces: []string{"shop"}})
+	got, err := r.Explain(d, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := func(name string) refs.Ref {
+		return refs.Ref{Kind: refs.ConfigMap, Name: name, AllKeys: true, Optional: true}
+	}
+	want := []resolve.Origin{
+		{Ref: whole("app-a"), Sources: []string{"reload lists"}},
+		{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "cfg", AllKeys: true}, Sources: []string{"pod spec", "reload lists"}},
+		{Ref: whole("extra"), Sources: []string{"reload lists"}},
+		{Ref: refs.Ref{Kind: refs.Secret, Name: "sec", AllKeys: true}, Sources: []string{"pod spec"}, Ignored: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Explain (-want +got):\n%s", diff)
+	}
+	kept, err := r.Resolve(d, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notIgnored []refs.Ref
+	for _, o := range got {
+		if !o.Ignored {
+			notIgnored = append(notIgnored, o.Ref)
+		}
+	}
+	if diff := cmp.Diff(kept, notIgnored); diff != "" {
+		t.Errorf("Explain's references not ignored differ from Resolve's (-Resolve +Explain):\n%s", diff)
+	}
+}

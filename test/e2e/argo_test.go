@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -74,8 +75,8 @@ func argoRollouts(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// installCRDs creates every CRD of dir, once per test binary run (server-side
-// apply: idempotent), and waits until they are served.
+// installCRDs creates every CRD of dir (those there already are left alone)
+// and waits until they are served.
 func installCRDs(t *testing.T, dir string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*-crd.yaml"))
@@ -93,9 +94,8 @@ func installCRDs(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatalf("read %s: %v", f, err)
 		}
-		crd.SetManagedFields(nil)
-		if err := k8s.Patch(ctx, crd, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-			t.Fatalf("apply %s: %v", f, err)
+		if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %s: %v", f, err)
 		}
 	}
 	NewWithT(t).Eventually(func() error {

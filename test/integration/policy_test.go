@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/restart"
@@ -285,4 +288,40 @@ func TestPolicyConsumers(t *testing.T) {
 	waitRollouts(t, user, 1)
 	got := fetch(t, deployment(ns, "user", corev1.PodSpec{}))
 	NewWithT(t).Expect(got.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("Name", restart.EnvName)), "the policy's env strategy")
+}
+
+// TestPolicyDryRun: a dry-run policy writes nothing on its target (no
+// rollout, no record) and says, once per change, what it would do (an
+// Event WouldRestart, watcher_would_restart_total); turning dryRun off
+// makes the next change restart it.
+func TestPolicyDryRun(t *testing.T) {
+	t.Parallel()
+	c := policies(t)
+	ns := namespace(t)
+	cm := configMap(ns, "shared", map[string]string{"k": "1"})
+	create(t, cm)
+	api := track(t, deployment(ns, "api", podSpec(corev1.Container{})))
+	w := startWatcher(t, ns)
+	p := reloadPolicy(ns, "p", []v1alpha1.Source{{Kind: v1alpha1.SourceConfigMap, Name: "shared"}},
+		v1alpha1.Target{Kind: v1alpha1.TargetDeployment, Name: "api"})
+	p.Spec.DryRun = true
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, p, metav1.ConditionTrue, policy.ReasonValid)
+	waitLog(t, w, "Dry run: would write the record", "Deployment "+ns+"/api")
+	before := testutil.ToFloat64(metrics.WouldRestart.WithLabelValues("Deployment"))
+	setConfigMap(t, cm, "k", "2")
+	NewWithT(t).Eventually(func() []string { return events(t, ns, "api", controller.ReasonWouldRestart) }, wait).
+		Should(ConsistOf(ContainSubstring("ConfigMap shared changed")))
+	stayRollouts(t, api, 0)
+	NewWithT(t).Expect(recorded(t, ns, "api")).To(BeFalse(), "nothing written")
+	NewWithT(t).Expect(testutil.ToFloat64(metrics.WouldRestart.WithLabelValues("Deployment")) - before).To(BeNumerically(">=", 1))
+	NewWithT(t).Expect(events(t, ns, "api", controller.ReasonWouldRestart)).To(HaveLen(1), "said once")
+
+	editPolicy(t, c, p, func(p *v1alpha1.ReloadPolicy) { p.Spec.DryRun = false })
+	waitRecords(t, ns, "api", "ConfigMap/shared")
+	stayRollouts(t, api, 0)
+	setConfigMap(t, cm, "k", "3")
+	waitRollouts(t, api, 1)
 }

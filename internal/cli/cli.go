@@ -1,0 +1,224 @@
+// Package cli holds watcher's commands for people, watcher graph and
+// watcher explain, also run as a kubectl plugin (kubectl watcher ...) when
+// the binary is named kubectl-watcher. They read any cluster through a
+// kubeconfig and kubectl's connection flags (client-go's clientcmd), need no
+// running watcher, and report with package explain: the controller's own
+// resolver (resolve.Standard), rules (plan.NewChain) and decision.
+//
+// They never print a Secret value: ConfigMaps and Secrets are hashed with
+// the installation's hash key as they are read, and only key names and the
+// first explain.HashPrefix digits of those keyed hashes are shown.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/resolve"
+)
+
+// PluginName is the binary's name as a kubectl plugin.
+const PluginName = "kubectl-watcher"
+
+// The commands.
+const (
+	cmdGraph   = "graph"
+	cmdExplain = "explain"
+)
+
+// IsCommand tells whether arg names one of the commands.
+func IsCommand(arg string) bool { return arg == cmdGraph || arg == cmdExplain }
+
+// IsPlugin tells whether the binary was started as a kubectl plugin, from
+// its argv[0].
+func IsPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName
+}
+
+// Main runs the command named by args[1] (argv without its first element
+// removed) and returns the process's exit code: 0 done, 1 failed, 2 bad
+// usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	prog := "watcher"
+	if IsPlugin(args[0]) {
+		prog = "kubectl watcher"
+	}
+	if len(args) < 2 || !IsCommand(args[1]) {
+		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\nRun '%s explain --help' for the flags.\n", prog, prog, prog)
+		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
+			return 0
+		}
+		return 2
+	}
+	c := newCommand(prog, args[1], stderr)
+	err := c.flags.Parse(args[2:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = c.validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s %s: %v\nRun '%s %s --help' for the flags.\n", prog, c.name, err, prog, c.name)
+		return 2
+	}
+	if err := c.run(ctx, stdout); err != nil {
+		fmt.Fprintf(stderr, "%s %s: %v\n", prog, c.name, err)
+		return 1
+	}
+	return 0
+}
+
+// command is one run of graph or explain.
+type command struct {
+	prog, name string
+	flags      *pflag.FlagSet
+	rules      *clientcmd.ClientConfigLoadingRules
+	overrides  clientcmd.ConfigOverrides
+	// opts holds the installation's settings, bound to the controller's own
+	// flags.
+	opts             *options.Options
+	output           string
+	allNamespaces    bool
+	watcherNamespace string
+}
+
+// installationFlags are the controller's flags that change what the
+// commands report: the same names, meanings and defaults.
+var installationFlags = []string{
+	"annotation", "discovery", "namespaces", "ignore-configmap-namespaces", "ignore-secret-namespaces",
+	"workload-selector", "config-selector", "reload-on-create", "reload-on-delete", "hash-key-secret",
+}
+
+func newCommand(prog, name string, stderr io.Writer) *command {
+	c := &command{prog: prog, name: name, opts: options.Defaults(), rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.rules.ExplicitPath, "kubeconfig", "", "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
+	clientcmd.BindOverrideFlags(&c.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	formats := "text or json"
+	if name == cmdGraph {
+		formats = "text, json or dot"
+		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	}
+	fs.StringVarP(&c.output, "output", "o", "text", "output format: "+formats)
+	fs.StringVar(&c.watcherNamespace, "watcher-namespace", "watcher", "namespace of the watcher installation, holding its hash key Secret")
+	all := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	c.opts.BindFlags(all)
+	for _, f := range installationFlags {
+		flag := *all.Lookup(f)
+		flag.Usage = "as the installation's --" + f + ": " + flag.Usage
+		fs.AddFlag(&flag)
+	}
+	fs.Usage = func() { c.usage(stderr) }
+	c.flags = fs
+	return c
+}
+
+func (c *command) usage(w io.Writer) {
+	switch c.name {
+	case cmdGraph:
+		fmt.Fprintf(w, "Usage: %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n\n"+
+			"Which workloads use which ConfigMaps and Secrets, through which keys and paths,\n"+
+			"as watcher sees them. Reads metadata only: no Secret is read.\n\n", c.prog)
+	default:
+		fmt.Fprintf(w, "Usage: %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\n"+
+			"What watcher does with a workload (Deployment, StatefulSet, DaemonSet, CronJob,\n"+
+			"Rollout) or a ConfigMap or Secret: what it uses or who uses it, which rule drops\n"+
+			"or ignores what, whether a restart is pending and why, the last restarts.\n"+
+			"Prints key names and the first %d digits of keyed hashes, never a value.\n\n", c.prog, explain.HashPrefix)
+	}
+	fmt.Fprintf(w, "Set the installation's flags as it runs with, so that the report matches.\n\nFlags:\n%s", c.flags.FlagUsages())
+}
+
+func (c *command) validate() error {
+	formats := []string{"text", "json"}
+	if c.name == cmdGraph {
+		formats = append(formats, "dot")
+		if c.flags.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", c.flags.Arg(0))
+		}
+	} else if c.flags.NArg() != 1 {
+		return errors.New("want one KIND/NAME, such as deployment/web or configmap/settings")
+	}
+	for _, f := range formats {
+		if c.output == f {
+			return c.opts.Validate()
+		}
+	}
+	return fmt.Errorf("invalid --output %q: want %s", c.output, strings.Join(formats, ", "))
+}
+
+// settings returns the installation's settings, built as the controller
+// builds its own.
+func (c *command) settings() (explain.Settings, error) {
+	o := c.opts
+	s := explain.Settings{
+		Resolver: resolve.Standard(resolve.Settings{
+			IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
+			IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
+		}),
+		Rules:           plan.NewChain(plan.Options{OptOutAnnotation: o.Annotation, Discovery: o.Discovery}),
+		RestartOnCreate: o.RestartOnCreate,
+		ReloadOnDelete:  o.ReloadOnDelete,
+		Namespaces:      o.Namespaces,
+	}
+	var err error
+	if o.WorkloadSelector != "" {
+		if s.WorkloadSelector, err = labels.Parse(o.WorkloadSelector); err != nil {
+			return s, fmt.Errorf("invalid --workload-selector: %w", err)
+		}
+	}
+	if o.ConfigSelector != "" {
+		if s.ConfigSelector, err = labels.Parse(o.ConfigSelector); err != nil {
+			return s, fmt.Errorf("invalid --config-selector: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func (c *command) run(ctx context.Context, out io.Writer) error {
+	s, err := c.settings()
+	if err != nil {
+		return err
+	}
+	r, err := c.reader()
+	if err != nil {
+		return err
+	}
+	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*metav1.PartialObjectMetadata{}}
+	if c.name == cmdGraph {
+		g, err := r.graph(ctx, s, c.allNamespaces)
+		if err != nil {
+			return err
+		}
+		switch c.output {
+		case "json":
+			return explain.WriteJSON(out, g)
+		case "dot":
+			return g.WriteDOT(out)
+		}
+		return g.WriteText(out)
+	}
+	r.hashKey(ctx, &s, c.watcherNamespace, c.opts.HashKeySecret)
+	report, err := r.explain(ctx, s, c.flags.Arg(0))
+	if err != nil {
+		return err
+	}
+	if c.output == "json" {
+		return explain.WriteJSON(out, report)
+	}
+	return report.WriteText(out)
+}

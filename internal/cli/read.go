@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// reader reads what the commands report on from a cluster.
+type reader struct {
+	c         client.Client
+	namespace string
+	hasher    *hash.Hasher
+}
+
+// reader connects to the cluster of the kubeconfig and flags.
+func (c *command) reader() (*reader, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.rules, &c.overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "watcher-" + c.name
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return &reader{c: cl, namespace: ns}, nil
+}
+
+// hashKey reads the installation's hash key into s, or says in s why it
+// cannot: then no hash is compared, and nothing fails.
+func (r *reader) hashKey(ctx context.Context, s *explain.Settings, namespace, name string) {
+	var sec corev1.Secret
+	err := r.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sec)
+	var key []byte
+	if err == nil {
+		key, err = hash.KeyOf(&sec)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		s.HashKeyProblem = fmt.Sprintf("no hash key Secret %s/%s (watcher never ran here, or runs in another namespace: --watcher-namespace)", namespace, name)
+	case err != nil:
+		s.HashKeyProblem = fmt.Sprintf("cannot read the hash key Secret %s/%s: %v", namespace, name, err)
+	default:
+		r.hasher = hash.NewHasher(key)
+		s.HashKeyID = r.hasher.ID()
+	}
+}
+
+// report is a report the commands print.
+type report interface {
+	WriteText(io.Writer) error
+}
+
+// explain reports on the object named by arg ("deployment/web").
+func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (report, error) {
+	kind, name, err := parseTarget(arg)
+	if err != nil {
+		return nil, err
+	}
+	if kind.config != "" {
+		cfg := r.config(ctx, kind.config, r.namespace, name, true)
+		if !cfg.Found && cfg.Unreadable == "" {
+			return nil, fmt.Errorf("%s %s/%s not found", kind.config, r.namespace, name)
+		}
+		users, err := r.workloads(ctx, r.namespace)
+		if err != nil {
+			return nil, err
+		}
+		ws := make([]explain.Workload, 0, len(users))
+		for _, u := range users {
+			ws = append(ws, explain.Workload{Object: u})
+		}
+		return explain.ExplainConfig(s, cfg, ws), nil
+	}
+	obj := kind.workload.New()
+	if err := r.c.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("get %s %s/%s: %w", kind.workload.Name(), r.namespace, name, err)
+	}
+	w := explain.Workload{Object: obj, Configs: map[string]explain.Config{}}
+	origins, err := s.Resolver.Explain(obj, s.Configs)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range origins {
+		w.Configs[o.Ref.ID()] = r.config(ctx, o.Ref.Kind, r.namespace, o.Ref.Name, true)
+	}
+	var notes []string
+	w.Events, notes = r.events(ctx, kind.workload, r.namespace, name)
+	rep, err := explain.ExplainWorkload(s, w)
+	rep.Notes = append(rep.Notes, notes...)
+	return rep, err
+}
+
+// config reads one ConfigMap or Secret: whole when content is true (its
+// keys hashed with the installation's key, if known, and dropped), else its
+// metadata.
+func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name string, content bool) explain.Config {
+	cfg := explain.Config{Kind: kind, Namespace: namespace, Name: name}
+	var obj client.Object = &metav1.PartialObjectMetadata{}
+	obj.(*metav1.PartialObjectMetadata).SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind)))
+	if content {
+		obj = &corev1.ConfigMap{}
+		if kind == refs.Secret {
+			obj = &corev1.Secret{}
+		}
+	}
+	err := r.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return cfg
+	case err != nil:
+		cfg.Unreadable = err.Error()
+		return cfg
+	}
+	cfg.Found, cfg.Annotations, cfg.Labels = true, obj.GetAnnotations(), obj.GetLabels()
+	if content {
+		cfg.Keys = r.digest(obj)
+	}
+	return cfg
+}
+
+// digest returns the keys of a ConfigMap or Secret with their keyed hashes,
+// or with empty hashes when the hash key is unknown. The content is not
+// kept.
+func (r *reader) digest(obj client.Object) map[string]string {
+	if r.hasher != nil {
+		d, _ := r.hasher.OfObject(obj) // a ConfigMap or Secret: never fails
+		return d.Keys
+	}
+	keys := map[string]string{}
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		for k := range o.Data {
+			keys[k] = ""
+		}
+		for k := range o.BinaryData {
+			keys[k] = ""
+		}
+	case *corev1.Secret:
+		for k := range o.Data {
+			keys[k] = ""
+		}
+	}
+	return keys
+}
+
+// workloads lists the workloads of every kind in namespace ("" for all).
+// A kind whose API is not served (Argo Rollouts not installed) has none.
+func (r *reader) workloads(ctx context.Context, namespace string) ([]client.Object, error) {
+	var out []client.Object
+	for _, k := range workload.Kinds {
+		list := k.NewList()
+		err := r.c.List(ctx, list, client.InNamespace(namespace))
+		if meta.IsNoMatchError(err) || (k.Optional && apierrors.IsNotFound(err)) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %ss: %w", strings.ToLower(k.Name()), err)
+		}
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+			out = append(out, obj)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// restartReasons are the reasons of the Events that say a workload was
+// (or, in dry-run, would have been) restarted.
+var restartReasons = []string{controller.ReasonRestarted, controller.ReasonWouldRestart, controller.ReasonUpdatedOnDelete}
+
+// events returns the restarts of a workload from its events.k8s.io Events,
+// and a note when they cannot be read.
+func (r *reader) events(ctx context.Context, kind workload.Kind, namespace, name string) ([]explain.Event, []string) {
+	var list eventsv1.EventList
+	err := r.c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFieldsSelector{
+		Selector: fields.SelectorFromSet(fields.Set{"regarding.kind": kind.Name(), "regarding.name": name}),
+	})
+	if err != nil {
+		return nil, []string{"cannot list its Events: " + err.Error()}
+	}
+	var out []explain.Event
+	for _, e := range list.Items {
+		if !slices.Contains(restartReasons, e.Reason) {
+			continue
+		}
+		ev := explain.Event{Reason: e.Reason, Note: e.Note, Time: e.EventTime.Time, Count: 1}
+		switch {
+		case e.Series != nil:
+			ev.Time, ev.Count = e.Series.LastObservedTime.Time, int(e.Series.Count)
+		case ev.Time.IsZero():
+			ev.Time = e.CreationTimestamp.Time
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// graph reads the workloads of the namespace (or of all) and the metadata
+// of the ConfigMaps and Secrets they use.
+func (r *reader) graph(ctx context.Context, s explain.Settings, all bool) (explain.Graph, error) {
+	ns := r.namespace
+	if all {
+		ns = ""
+	}
+	ws, err := r.workloads(ctx, ns)
+	if err != nil {
+		return explain.Graph{}, err
+	}
+	configs := map[string]explain.Config{}
+	return explain.BuildGraph(s, ws, func(kind refs.Kind, namespace, name string) explain.Config {
+		id := namespace + "/" + string(kind) + "/" + name
+		c, ok := configs[id]
+		if !ok {
+			c = r.config(ctx, kind, namespace, name, false)
+			configs[id] = c
+		}
+		return c
+	}), nil
+}
+
+// lister lists the ConfigMaps or Secrets of a namespace, metadata only,
+// once per kind and namespace: the resolver expands reload-list patterns
+// against them (resolve.Configs).
+type lister struct {
+	ctx   context.Context
+	c     client.Client
+	lists map[string][]*metav1.PartialObjectMetadata
+}
+
+// List implements resolve.Configs.
+func (l *lister) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	id := string(kind) + "/" + namespace
+	if objs, ok := l.lists[id]; ok {
+		return objs, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(kind) + "List"))
+	if err := l.c.List(l.ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list %ss of %s: %w", strings.ToLower(string(kind)), namespace, err)
+	}
+	objs := make([]*metav1.PartialObjectMetadata, 0, len(list.Items))
+	for i := range list.Items {
+		list.Items[i].Kind = string(kind)
+		objs = append(objs, &list.Items[i])
+	}
+	l.lists[id] = objs
+	return objs, nil
+}

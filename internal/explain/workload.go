@@ -1,0 +1,362 @@
+package explain
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// The states of a workload's record (WorkloadReport.Record).
+const (
+	RecordAbsent     = "absent"     // never adopted: watcher adopts it, no restart
+	RecordCurrent    = "current"    // made with the installation's hash key
+	RecordOtherKey   = "other-key"  // made with another key: adopted again, no restart
+	RecordUnreadable = "unreadable" // not valid JSON: adopted again, no restart
+	RecordUnknownKey = "unknown"    // present, but the hash key could not be read
+)
+
+// The states of a referenced object (Use.State).
+const (
+	StatePresent    = "present"
+	StateAbsent     = "absent"
+	StateUnreadable = "unreadable"  // the reader may not read it
+	StateNotWatched = "not-watched" // watcher does not see it: as absent
+)
+
+// ActionUnknown is WorkloadReport.Action when nothing can be decided: the
+// hash key or a referenced object could not be read.
+const ActionUnknown = "unknown"
+
+// WorkloadReport is what explain says of a workload. Its JSON form is
+// stable: fields may be added, never renamed or removed.
+type WorkloadReport struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Watched is false when watcher never handles the workload; Excluded
+	// then says why.
+	Watched  bool   `json:"watched"`
+	Excluded string `json:"excluded,omitempty"`
+	// Record is the state of its watcher.dev/config-hashes record: absent,
+	// current, other-key, unreadable, or unknown (no hash key to check it).
+	Record string `json:"record"`
+	// Action is what watcher would do now (plan.Action: none, forget,
+	// adopt, refresh, restart), or unknown.
+	Action string `json:"action"`
+	// Pending is true when a restart is pending: Action is restart.
+	Pending bool `json:"pending"`
+	// Status says it in one sentence.
+	Status string `json:"status"`
+	// Changes are why it would restart; Ignored, changes recorded
+	// silently by a rule; Missing, required keys that hold every restart.
+	Changes []Change  `json:"changes,omitempty"`
+	Ignored []Change  `json:"ignored,omitempty"`
+	Missing []Missing `json:"missing,omitempty"`
+	// OnDelete, when set, says why a restart rolls no pod until the pods
+	// are deleted (OnDelete, partition).
+	OnDelete string `json:"onDelete,omitempty"`
+	// Uses are the objects it refers to, sorted by kind and name.
+	Uses []Use `json:"uses"`
+	// Restarts are its last restarts, newest first (at most MaxRestarts).
+	Restarts []Event `json:"restarts"`
+	// Notes are remarks: what could not be read, malformed annotations.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Change is one object whose keys changed since the record.
+type Change struct {
+	Kind string   `json:"kind"`
+	Name string   `json:"name"`
+	Keys []string `json:"keys"`
+	// Rule, for an ignored change, is the rule that ignored it.
+	Rule string `json:"rule,omitempty"`
+}
+
+// Missing is an object lacking keys the pods need.
+type Missing struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Keys are the missing keys; empty when the object itself is gone.
+	Keys []string `json:"keys,omitempty"`
+}
+
+// Use is one object a workload refers to.
+type Use struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// AllKeys is true when every key is read (envFrom, a whole volume);
+	// Keys are the keys read otherwise, Required those the pods need.
+	AllKeys  bool     `json:"allKeys"`
+	Keys     []string `json:"keys,omitempty"`
+	Required []string `json:"required,omitempty"`
+	// Optional is true when the pods start without the object.
+	Optional bool `json:"optional"`
+	// Sources are the resolver's sources that found it ("pod spec",
+	// "reload lists"); Paths, the places.
+	Sources []string `json:"sources"`
+	Paths   []Path   `json:"paths"`
+	// Verdict is count, ignore or drop (plan.Verdict); Rule names the rule
+	// that said ignore or drop: a rule of plan.NewChain, or
+	// ignored-namespace.
+	Verdict string `json:"verdict"`
+	Rule    string `json:"rule,omitempty"`
+	// State is present, absent, unreadable or not-watched; StateReason
+	// says why for the last two.
+	State       string `json:"state"`
+	StateReason string `json:"stateReason,omitempty"`
+	// Hashes compare, key by key, the record with the object now.
+	Hashes []KeyHash `json:"hashes,omitempty"`
+}
+
+// KeyHash compares one key's recorded and current hash: the first
+// HashPrefix hex digits of each, keyed HMACs that reveal nothing of the
+// value.
+type KeyHash struct {
+	Key      string `json:"key"`
+	Recorded string `json:"recorded,omitempty"`
+	Current  string `json:"current,omitempty"`
+	// Status is same, changed, added, removed, not-recorded (read since
+	// the record: adopted, no restart) or summarized (the record holds one
+	// digest for the object: Key is "*").
+	Status string `json:"status"`
+}
+
+// MaxRestarts is how many past restarts a report lists.
+const MaxRestarts = 10
+
+// ExplainWorkload reports on w with the settings s. It fails only when the
+// workload's references cannot be found (a source fails).
+func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
+	obj := w.Object
+	kind, _ := workload.Of(obj)
+	rep := WorkloadReport{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Restarts: restarts(w.Events)}
+	origins, err := s.Resolver.Explain(obj, s.configs())
+	if err != nil {
+		return rep, fmt.Errorf("find the references of %s %s/%s: %w", rep.Kind, rep.Namespace, rep.Name, err)
+	}
+	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), Configs: map[string]plan.Config{},
+		RestartOnCreate: s.RestartOnCreate, ReloadOnDelete: s.ReloadOnDelete}
+	for _, o := range origins {
+		if !o.Ignored {
+			in.Refs = append(in.Refs, o.Ref)
+		}
+	}
+	rep.Record, in.Recorded = s.record(obj, &rep.Notes)
+	decidable := s.HashKeyID != ""
+	if !decidable {
+		rep.Notes = append(rep.Notes, "hashes not compared: "+s.HashKeyProblem)
+	}
+	where := paths(obj, origins)
+	for _, o := range origins {
+		u, cfg, ok := s.use(in, o, w.Configs[o.Ref.ID()], where[o.Ref.ID()])
+		if !ok {
+			decidable = false
+		}
+		if !o.Ignored {
+			in.Configs[o.Ref.ID()] = cfg
+		}
+		rep.Uses = append(rep.Uses, u)
+	}
+	rep.OnDelete = workload.OnDelete(obj)
+	rep.Excluded = s.watched(obj)
+	rep.Watched = rep.Excluded == ""
+	if !decidable {
+		rep.Action = ActionUnknown
+		rep.Status = status(rep, plan.Plan{})
+		return rep, nil
+	}
+	p := plan.Decide(in)
+	rep.Action, rep.Pending = p.Action.String(), p.Action == plan.Restart && rep.Watched
+	for _, c := range p.Changes {
+		rep.Changes = append(rep.Changes, Change{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Keys: c.Keys})
+	}
+	for _, c := range p.Ignored {
+		_, rule := in.Rules.Evaluate(in, c.Ref)
+		rep.Ignored = append(rep.Ignored, Change{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Keys: c.Keys, Rule: rule})
+	}
+	for _, m := range p.Missing {
+		rep.Missing = append(rep.Missing, Missing{Kind: string(m.Ref.Kind), Name: m.Ref.Name, Keys: m.Keys})
+	}
+	for i := range rep.Uses {
+		rep.Uses[i].Hashes = hashes(in, rep.Uses[i])
+	}
+	rep.Status = status(rep, p)
+	return rep, nil
+}
+
+// record reads obj's record as the controller does: one made with another
+// hash key, or unreadable, is no record.
+func (s Settings) record(obj interface{ GetAnnotations() map[string]string }, notes *[]string) (string, plan.Record) {
+	v, ok := obj.GetAnnotations()[plan.RecordAnnotation]
+	if !ok {
+		return RecordAbsent, nil
+	}
+	r, err := plan.ParseRecord(v)
+	switch {
+	case err != nil:
+		*notes = append(*notes, "unreadable record: "+err.Error())
+		return RecordUnreadable, nil
+	case s.HashKeyID == "":
+		return RecordUnknownKey, r
+	case obj.GetAnnotations()[plan.HashKeyAnnotation] != s.HashKeyID:
+		return RecordOtherKey, nil
+	}
+	return RecordCurrent, r
+}
+
+// use describes the reference of origin o to cfg, and returns the object's
+// state for plan.Decide; ok is false when it cannot be known.
+func (s Settings) use(in plan.Input, o resolve.Origin, cfg Config, where []Path) (Use, plan.Config, bool) {
+	r := o.Ref
+	u := Use{Kind: string(r.Kind), Name: r.Name, AllKeys: r.AllKeys, Keys: r.Keys, Required: r.Required,
+		Optional: r.Optional, Sources: o.Sources, Paths: where, State: StatePresent}
+	if u.Paths == nil {
+		u.Paths = []Path{}
+	}
+	pc := plan.Config{Present: cfg.Found, Keys: cfg.Keys, Annotations: cfg.Annotations, Labels: cfg.Labels}
+	ok := true
+	switch why := s.configWatched(cfg); {
+	case cfg.Unreadable != "":
+		u.State, u.StateReason, ok = StateUnreadable, cfg.Unreadable, false
+	case !cfg.Found:
+		u.State = StateAbsent
+	case why != "":
+		u.State, u.StateReason, pc = StateNotWatched, why, plan.Config{}
+	}
+	if o.Ignored {
+		u.Verdict, u.Rule = plan.Drop.String(), RuleIgnoredNamespace
+		return u, pc, true // never compared: what it holds does not matter
+	}
+	rin := in
+	rin.Configs = map[string]plan.Config{r.ID(): pc}
+	v, rule := in.Rules.Evaluate(rin, r)
+	u.Verdict, u.Rule = v.String(), rule
+	return u, pc, ok
+}
+
+// hashes compares the record of u with the object now, key by key.
+func hashes(in plan.Input, u Use) []KeyHash {
+	ref := refs.Ref{Kind: refs.Kind(u.Kind), Name: u.Name, AllKeys: u.AllKeys, Keys: u.Keys}
+	if u.Verdict == plan.Drop.String() {
+		return nil
+	}
+	cur := in.Configs[ref.ID()]
+	if !cur.Present {
+		return nil
+	}
+	old, recorded := in.Recorded[ref.ID()]
+	if old != nil && old.Digest != "" {
+		return []KeyHash{{Key: "*", Recorded: short(old.Digest), Status: "summarized"}}
+	}
+	now := map[string]string{}
+	for k, h := range cur.Keys {
+		if ref.Uses(k) {
+			now[k] = h
+		}
+	}
+	var was map[string]string
+	if old != nil {
+		was = old.Keys
+	}
+	keys := slices.Sorted(maps.Keys(now))
+	for k := range was {
+		if _, ok := now[k]; !ok && (ref.Uses(k) || old.All) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]KeyHash, 0, len(keys))
+	for _, k := range keys {
+		h, isNow := now[k]
+		o, wasRead := was[k]
+		kh := KeyHash{Key: k, Recorded: short(o), Current: short(h)}
+		switch {
+		case !recorded || (old != nil && !wasRead && !old.All):
+			kh.Status = "not-recorded"
+		case !wasRead || o == "":
+			kh.Status = "added"
+			if !isNow || h == "" {
+				kh.Status = "same" // read but absent, then and now
+			}
+		case !isNow || h == "":
+			kh.Status = "removed"
+		case o == h:
+			kh.Status = "same"
+		default:
+			kh.Status = "changed"
+		}
+		out = append(out, kh)
+	}
+	return out
+}
+
+// status says in one sentence what watcher would do with the workload.
+func status(rep WorkloadReport, p plan.Plan) string {
+	var why []string
+	for _, c := range rep.Changes {
+		why = append(why, fmt.Sprintf("%s %s changed (keys: %s)", c.Kind, c.Name, keyList(c.Keys)))
+	}
+	switch {
+	case !rep.Watched:
+		return "not watched: " + rep.Excluded
+	case rep.Action == ActionUnknown:
+		return "cannot tell whether a restart is pending: " + unknownWhy(rep)
+	case len(p.Missing) > 0:
+		return "restart held: a key the pods need is missing"
+	case p.Action == plan.Restart && rep.OnDelete != "":
+		return "template update pending (pods roll only when deleted, " + rep.OnDelete + ") because " + strings.Join(why, ", ")
+	case p.Action == plan.Restart:
+		return "restart pending because " + strings.Join(why, ", ")
+	case p.Action == plan.Adopt && rep.Record == RecordOtherKey:
+		return "recorded with another hash key: watcher adopts it again (records the current hashes), no restart"
+	case p.Action == plan.Adopt:
+		return "not adopted yet: watcher records the current hashes, no restart"
+	case p.Action == plan.Forget:
+		return "opted out: watcher removes its record and never restarts it"
+	case p.Action == plan.Refresh:
+		return "up to date: watcher refreshes its record (keys newly read), no restart"
+	case len(rep.Uses) == 0:
+		return "uses no ConfigMap or Secret: nothing to do"
+	case p.Record == nil && rep.Record == RecordAbsent:
+		return "nothing to record: every object it uses is absent, dropped or not watched"
+	}
+	return "up to date: no restart pending"
+}
+
+func unknownWhy(rep WorkloadReport) string {
+	for _, u := range rep.Uses {
+		if u.State == StateUnreadable {
+			return u.Kind + " " + u.Name + " is unreadable (" + u.StateReason + ")"
+		}
+	}
+	for _, n := range rep.Notes {
+		if strings.HasPrefix(n, "hashes not compared") {
+			return n
+		}
+	}
+	return "unknown"
+}
+
+// restarts returns the newest MaxRestarts events, newest first.
+func restarts(evs []Event) []Event {
+	out := slices.Clone(evs)
+	slices.SortStableFunc(out, func(a, b Event) int { return b.Time.Compare(a.Time) })
+	if out == nil {
+		out = []Event{}
+	}
+	return out[:min(len(out), MaxRestarts)]
+}
+
+func keyList(keys []string) string {
+	if keys == nil {
+		return "not listed, recorded as one digest"
+	}
+	return strings.Join(keys, ", ")
+}
