@@ -13,6 +13,7 @@ CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 FUZZTIME ?= 10s
 
 .PHONY: help build test unit lint fuzz demo run bench controlplane deps clean generate verify-generate
+.PHONY: manifests verify-manifests image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -21,7 +22,7 @@ build: ## build bin/watcher
 	@echo "build: bin/watcher (the first build downloads Go modules)"
 	@$(GO) build -o bin/watcher ./cmd/watcher
 
-test: build deps ## run every test: unit, integration, end-to-end and fuzz (installs what they need first)
+test: build deps image ## run every test: unit, integration, end-to-end, install and fuzz (installs what they need first)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -46,6 +47,23 @@ verify-generate: ## fail if `make generate` would change api/ or deploy/crds/
 	$(MAKE) --no-print-directory -C "$$tmp" generate >/dev/null; \
 	diff -r api "$$tmp/api" && diff -r deploy/crds "$$tmp/deploy/crds" || \
 		{ echo "verify-generate: generated files are stale: run make generate"; exit 1; }
+
+manifests: ## regenerate the chart's CRDs (from deploy/crds/) and deploy/manifests/watcher.yaml (the chart with default values)
+	@hack/manifests.sh
+
+# verify-manifests regenerates in a copy of the tree and diffs, like
+# verify-generate: CI fails when the chart or deploy/crds/ changed without
+# `make manifests`.
+verify-manifests: ## fail if `make manifests` would change deploy/helm/watcher/crds/ or deploy/manifests/
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	tar -c --exclude=./.git --exclude=./bin . | tar -x -C "$$tmp"; \
+	rm -f "$$tmp"/deploy/helm/watcher/crds/*.yaml "$$tmp"/deploy/manifests/*.yaml; \
+	"$$tmp"/hack/manifests.sh; \
+	diff -r deploy/helm/watcher/crds "$$tmp/deploy/helm/watcher/crds" && diff -r deploy/manifests "$$tmp/deploy/manifests" || \
+		{ echo "verify-manifests: generated files are stale: run make manifests"; exit 1; }
+
+image: ## build the container image without a daemon: bin/image/oci (OCI layout) and bin/image/watcher.tar
+	@hack/image.sh
 
 # Go fuzzes one target per `go test` call: every `func FuzzX` of a _test.go
 # file is found and run in turn. A failing input is saved under the

@@ -15,3 +15,7 @@ fi
 hack/controlplane-bins.sh >/dev/null
 hack/crds.sh >/dev/null
 hack/argo-rollouts.sh >/dev/null
+# The install tests (test/install): the helm CLI and the Prometheus
+# Operator's CRDs.
+hack/helm.sh >/dev/null
+hack/monitoring-crds.sh >/dev/null

@@ -42,6 +42,12 @@ type options struct {
 	OutDir        string
 	JSONPath      string
 
+	// Shared, when set, runs the shared-ConfigMap scenario instead (see
+	// waves.go) with this many Deployments; ReadyDelay is how long their
+	// pods take to become Ready.
+	Shared     int
+	ReadyDelay time.Duration
+
 	ReadyTimeout  time.Duration
 	SettleQuiet   time.Duration
 	SettleTimeout time.Duration
@@ -68,6 +74,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.OutDir, "out", "", "folder for the controller log, the audit log and result.json; empty: a new temporary folder")
 	fs.StringVar(&o.JSONPath, "json", "", "also write the result as JSON to this file")
 
+	fs.IntVar(&o.Shared, "shared", 0, "run the shared-ConfigMap scenario instead: this many Deployments of one replica use one ConfigMap, changed once (the whole control plane runs)")
+	fs.DurationVar(&o.ReadyDelay, "ready-delay", 2*time.Second, "with --shared: how long pods take to become Ready")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "longest wait for the controller to be ready")
 	fs.DurationVar(&o.SettleQuiet, "settle-quiet", 2*time.Second,
 		"the controller has settled once it made no write request for this long; also the wait for late restarts at the end")
@@ -107,6 +115,18 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if o.Shared > 0 {
+		r, err := runWaves(ctx, o, newProgress(os.Stderr))
+		stop()
+		if err == nil {
+			err = writeWaves(os.Stdout, r)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	r, err := run(ctx, o, newProgress(os.Stderr))
 	stop()
 	if err != nil {

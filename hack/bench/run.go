@@ -32,6 +32,11 @@ const controllerUser = "bench-controller"
 const defaultWatcherArgs = "--coalesce=0 --print-time=0 --metrics-addr=127.0.0.1:0 " +
 	"--health-addr=127.0.0.1:{healthPort} --lease-namespace=default"
 
+// apiServerOnlyArgs follow defaultWatcherArgs in the default scenario:
+// with no deployment controller, no rollout is ever done, so waves would
+// hold every restart after the tenth (the shared scenario measures them).
+const apiServerOnlyArgs = " --max-concurrent-rollouts=0"
+
 // bench is the state of one run.
 type bench struct {
 	o       options
@@ -302,6 +307,9 @@ func (o options) controllerCommand(healthPort int, kubeconfig string) ([]string,
 	line := o.ControllerCmd
 	if line == "" {
 		line = o.Watcher + " " + defaultWatcherArgs
+		if o.Shared == 0 {
+			line += apiServerOnlyArgs
+		}
 	}
 	fill := strings.NewReplacer("{healthPort}", strconv.Itoa(healthPort), "{kubeconfig}", kubeconfig)
 	argv := strings.Fields(fill.Replace(line))

@@ -165,6 +165,9 @@ func (c *Cluster) startWorkers(ctx context.Context, opts Options) error {
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("start kwok: no stage configs in %s", filepath.Join(c.BinDir, "kwok-stages"))
 	}
+	if stages, err = stageConfigs(stages, c.dir); err != nil {
+		return err
+	}
 	kubeconfig := "--kubeconfig=" + c.Kubeconfig
 	kcm := c.newProcess("kube-controller-manager", kubeconfig,
 		"--leader-elect=false",

@@ -39,17 +39,26 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		return err
 	}
 	strategy := r.strategy(ctx, obj, r.defaultStrategy(applied))
-	if p.Action == plan.None {
-		return nil
-	}
 	if d := r.dryFor(obj, applied); d != nil {
-		r.dryApply(ctx, d, key, obj, p)
+		// Dry-run writes nothing, so it holds nothing either: the guards
+		// are not asked (a wave slot would never be freed).
+		if p.Action != plan.None {
+			r.dryApply(ctx, d, key, obj, p)
+		}
 		return nil
 	}
 	onDelete := workload.OnDelete(obj) // before the patch replaces obj
+	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
+	if p.Action == plan.None || !admitted {
+		return nil
+	}
 	kind, _ := workload.ByName(key.Kind)
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch)); err != nil {
+	err = r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
+	if gated {
+		r.guards.done(ctx, key, obj, req, err)
+	}
+	if err != nil {
 		return r.patchFailed(ctx, key, obj, err)
 	}
 	switch p.Action {

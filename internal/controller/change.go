@@ -127,7 +127,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		metrics.Skipped.WithLabelValues(ignoredBy).Inc()
 		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", ignoredBy)
 	}
-	for _, key := range act {
+	for _, key := range r.inWaveOrder(act) {
 		_, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
 		// A workload that can never be written was reported; it must not
 		// stop the change from being retried for the others.

@@ -26,6 +26,7 @@ type configHandler struct {
 	cfg      Config
 	log      logr.Logger
 	debounce *debouncer
+	guards   *guards
 	// policies may hold the changes of an object longer (coalesce).
 	policies *Policies
 }
@@ -57,6 +58,7 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 		metrics.Errors.WithLabelValues("digest").Inc()
 		return
 	}
+	h.guards.configChanged(h.log, string(h.kind), e.ObjectOld, e.ObjectNew, old.Sum != cur.Sum)
 	if old.Sum == cur.Sum {
 		metrics.Skipped.WithLabelValues(plan.SkipMetadataOnly).Inc()
 		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)

@@ -46,6 +46,8 @@ type Reconciler struct {
 	// policyDry holds the same for the workloads a dry-run ReloadPolicy
 	// applies to (see dryFor).
 	policyDry *dryRun
+	// guards hold restarts that would be a storm (see hold.go).
+	guards *guards
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -75,6 +77,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 		return plan.Plan{}, nil
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if err == nil {
+		r.guards.observe(ctx, key, cached)
+	}
 	if cached == nil && err == nil {
 		r.dry.drop(key) // deleted
 		r.policyDry.drop(key)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
@@ -74,6 +75,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
+	// Maintenance windows are the first gate of the hold seam.
+	guards := guardConfig(o)
+	guards.Gates = append(guards.Gates, policy.WindowGate{Index: policies, Store: st, Status: status})
 	metricsAddr, err := pickPort(o.MetricsAddr)
 	if err != nil {
 		return err
@@ -115,6 +119,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		NeedLeaderElection: lease,
 		Locker:             locker,
 		Resolver:           resolver,
+		Guards:             guards,
 		Policies:           &Policies{Index: policies, Watcher: pw, Status: status},
 	})
 	if err != nil {
@@ -171,8 +176,8 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Wildcards:                 r.Wildcards,
 		Annotate:                  annotate,
 		Dynamic:                   dyn,
-		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation}, optin.WorkloadKeys...),
-		ConfigAnnotations:         append([]string{o.Annotation}, optin.ConfigKeys...),
+		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation}, optin.WorkloadKeys...),
+		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
 	})
 }
 

@@ -112,6 +112,9 @@ type Config struct {
 	// HeldRetry is how long to wait before looking again at a change whose
 	// lock another replica holds.
 	HeldRetry time.Duration
+	// Guards hold restarts that would be a storm; the zero value holds
+	// nothing.
+	Guards GuardConfig
 	// Policies are the ReloadPolicies; nil: none.
 	Policies *Policies
 }
@@ -146,6 +149,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Policies != nil {
 		r.policyDry = newDryRun()
 	}
+	r.guards = newGuards(cfg.Guards, st, r.Recorder)
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -175,16 +179,21 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
+		h.guards = r.guards
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
 	}
+	b = b.WatchesRawSource(r.guards.source())
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
 	c, err := b.Build(r)
 	if err != nil {
 		return err
+	}
+	if err := mgr.Add(sweeper{g: r.guards, log: mgr.GetLogger().WithName("guards")}); err != nil {
+		return fmt.Errorf("add guards: %w", err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {

@@ -68,6 +68,23 @@ type Options struct {
 	// watcher.dev/restart-strategy overrides it.
 	RestartStrategy string
 
+	// RestartBudget is the most restarts of one workload per period
+	// (--restart-budget 5/1h); a zero Count: no limit.
+	RestartBudget Rate
+	// FlapThreshold: a ConfigMap or Secret changing more than Count times
+	// per period is flapping, and its restarts are held until it has been
+	// quiet for FlapQuiet; a zero Count: off.
+	FlapThreshold Rate
+	FlapQuiet     time.Duration
+	// MaxConcurrentRollouts is the most rollouts started by watcher in
+	// progress at once; 0: no limit.
+	MaxConcurrentRollouts int
+	// RolloutTimeout is how long a rollout may take before it has failed.
+	RolloutTimeout time.Duration
+	// OnFailedRollout is OnFailedHold or OnFailedContinue: whether the
+	// other restarts caused by the change of a failed rollout wait.
+	OnFailedRollout string
+
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
 	// MetricsAddr and HealthAddr are the listen addresses of /metrics and of
@@ -168,6 +185,12 @@ func Defaults() *Options {
 		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
 		RestartStrategy:           RestartStrategies[0],
+		RestartBudget:             Rate{Count: 5, Per: time.Hour},
+		FlapThreshold:             Rate{Count: 5, Per: 10 * time.Minute},
+		FlapQuiet:                 2 * time.Minute,
+		MaxConcurrentRollouts:     10,
+		RolloutTimeout:            10 * time.Minute,
+		OnFailedRollout:           OnFailedHold,
 		PrintInterval:             100 * time.Second,
 		MetricsAddr:               ":8080",
 		HealthAddr:                ":8081",
@@ -233,6 +256,13 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 	bind(oneOf{&o.RestartStrategy, RestartStrategies}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
+
+	bind(rate{&o.RestartBudget}, "restart-budget", "RESTART_BUDGET", "most restarts of one workload per period, such as 5/1h; more are held, then one rollout brings it to the latest content; 0: no limit")
+	bind(rate{&o.FlapThreshold}, "flap-threshold", "FLAP_THRESHOLD", "a ConfigMap or Secret changing more than this, such as 5/10m, is flapping: its restarts are held until it is quiet; 0: off")
+	bind(duration{&o.FlapQuiet}, "flap-quiet", "FLAP_QUIET", "how long a flapping ConfigMap or Secret must stay unchanged before its restarts go on")
+	bind(intRange{&o.MaxConcurrentRollouts, 0, 100000, "a number of rollouts"}, "max-concurrent-rollouts", "MAX_CONCURRENT_ROLLOUTS", "most rollouts started by watcher in progress at once; more restarts wait, in order of watcher.dev/restart-priority; 0: no limit")
+	bind(duration{&o.RolloutTimeout}, "rollout-timeout", "ROLLOUT_TIMEOUT", "a rollout not done after this long has failed")
+	bind(oneOf{&o.OnFailedRollout, []string{OnFailedHold, OnFailedContinue}}, "on-failed-rollout", "ON_FAILED_ROLLOUT", "after a failed rollout, hold the other restarts of the same change until it recovers or is released (hold), or go on (continue)")
 
 	bind(seconds{&o.PrintInterval, 0}, "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)

@@ -82,6 +82,7 @@ func (o *Options) validate() []error {
 	if o.CacheSyncTimeout <= 0 {
 		p.add("cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "want a duration greater than 0, such as 10m")
 	}
+	p = append(p, o.validateStorms()...)
 	return p
 }
 

@@ -121,21 +121,6 @@ func (a Applied) Naming(ids []string) []*Policy {
 	return out
 }
 
-// Windows returns the maintenance windows of the policies of a that have
-// some, one list per policy, and whether one of them has an invalid
-// window (its restarts are held until it is fixed).
-func (a Applied) Windows() ([]Windows, bool) {
-	var out []Windows
-	invalid := false
-	for _, p := range a.Policies {
-		invalid = invalid || len(p.WindowErrs) > 0
-		if len(p.Windows) > 0 {
-			out = append(out, p.Windows)
-		}
-	}
-	return out, invalid
-}
-
 // Coalesce returns the longest coalesce of the policies of the namespace
 // of obj, a ConfigMap or Secret of kind, that name it among their sources:
 // how long its changes are held, counted from the first; 0 for none.

@@ -13,7 +13,9 @@
 //	                    workload.RefsAnnotation, the names of its
 //	                    containers (for the env restart strategy), as
 //	                    restart.ContainersAnnotation, and whether its pods
-//	                    roll only when deleted, as workload.OnDeleteAnnotation
+//	                    roll only when deleted, as workload.OnDeleteAnnotation,
+//	                    and, while a rollout of a template watcher restarted
+//	                    is not done, its restart ID, as guard.RollingAnnotation
 //
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
@@ -34,6 +36,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -118,6 +121,9 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		}
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why
+		}
+		if mark := guard.Mark(tmpl); mark != "" && guard.Rolling(w) {
+			out.Annotations[guard.RollingAnnotation] = mark
 		}
 		return out, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -13,8 +12,8 @@ import (
 // TestServiceLinks: Kubernetes puts REDIS_PORT=tcp://<ip>:6379 (and more)
 // into every pod of a namespace holding a Service named redis. Such an
 // environment does not stop watcher in the lease mode, and in the redis
-// mode the tcp://host:port form gives the port. The manifests in deploy/
-// turn these variables off.
+// mode the tcp://host:port form gives the port. The chart's Deployment
+// turns these variables off (test/install checks it).
 func TestServiceLinks(t *testing.T) {
 	links := func(hostPort string) []string {
 		return []string{"REDIS_SERVICE_HOST=10.96.0.5", "REDIS_SERVICE_PORT=6379", "REDIS_PORT=tcp://" + hostPort,
@@ -57,21 +56,5 @@ func TestServiceLinks(t *testing.T) {
 		setData(t, cm, "a", "2")
 		waitRollouts(t, tr, 1)
 		NewWithT(t).Expect(metricValue(t, w, acquisitions("acquired"))).To(Equal(1.0), "the change went through a Redis lock")
-	})
-
-	t.Run("deploy manifests turn service links off", func(t *testing.T) {
-		n := 0
-		for _, file := range []string{"watcher-lease.yaml", "watcher-redis.yaml"} {
-			for _, o := range manifest(t, file) {
-				if o.GetKind() != "Deployment" {
-					continue
-				}
-				n++
-				on, found, err := unstructured.NestedBool(o.Object, "spec", "template", "spec", "enableServiceLinks")
-				NewWithT(t).Expect(err).NotTo(HaveOccurred())
-				NewWithT(t).Expect(found && !on).To(BeTrue(), "%s: Deployment %s sets enableServiceLinks: false", file, o.GetName())
-			}
-		}
-		NewWithT(t).Expect(n).To(Equal(2), "Deployments in deploy/")
 	})
 }

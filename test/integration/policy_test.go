@@ -325,3 +325,49 @@ func TestPolicyDryRun(t *testing.T) {
 	setConfigMap(t, cm, "k", "3")
 	waitRollouts(t, api, 1)
 }
+
+// TestPolicyMaintenanceWindow: outside its policy's window, a target's
+// restart is held (no rollout; pending in the policy's status, with since
+// and reason MaintenanceWindow; one Event RestartHeld); once a window is
+// open (here: the policy edited to one that is always open) exactly one
+// restart is written, the pending entry goes and lastRestarts has it.
+func TestPolicyMaintenanceWindow(t *testing.T) {
+	t.Parallel()
+	c := policies(t)
+	ns := namespace(t)
+	cm := configMap(ns, "shared", map[string]string{"k": "1"})
+	create(t, cm)
+	api := track(t, deployment(ns, "api", envFrom("shared", "")))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "api", corev1.PodSpec{}))
+	p := reloadPolicy(ns, "p", []v1alpha1.Source{{Kind: v1alpha1.SourceConfigMap, Name: "shared"}},
+		v1alpha1.Target{Kind: v1alpha1.TargetDeployment, Name: "api"})
+	// Open one minute a year, 1 January at 00:00.
+	p.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Schedule: "0 0 1 1 *", Duration: metav1.Duration{Duration: time.Minute}, TimeZone: "Europe/Berlin"}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, p, metav1.ConditionTrue, policy.ReasonValid)
+
+	setConfigMap(t, cm, "k", "2")
+	status := func() v1alpha1.ReloadPolicyStatus {
+		got := &v1alpha1.ReloadPolicy{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	NewWithT(t).Eventually(func() []v1alpha1.PendingRestart { return status().Pending }, wait).Should(ConsistOf(And(
+		HaveField("Kind", v1alpha1.TargetDeployment), HaveField("Name", "api"), HaveField("Reason", policy.ReasonMaintenanceWindow),
+		HaveField("Since.Time", BeTemporally("~", time.Now(), wait)))))
+	stayRollouts(t, api, 0)
+	NewWithT(t).Expect(events(t, ns, "api", controller.ReasonRestartHeld)).To(ConsistOf(ContainSubstring("outside the maintenance windows of ReloadPolicy p")))
+
+	editPolicy(t, c, p, func(p *v1alpha1.ReloadPolicy) {
+		p.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}}}
+	})
+	waitRollouts(t, api, 1)
+	stayRollouts(t, api, 1)
+	NewWithT(t).Eventually(func() []v1alpha1.PendingRestart { return status().Pending }, wait).Should(BeEmpty())
+	NewWithT(t).Expect(status().LastRestarts).To(ConsistOf(HaveField("Name", "api")))
+}

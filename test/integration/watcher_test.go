@@ -30,6 +30,10 @@ func startWatcher(t *testing.T, ns string, modify ...func(*options.Options)) *in
 	o.Lock = options.LockNone // every instance active; the lock modes have their own tests
 	o.MetricsAddr = "0"
 	o.HealthAddr = freeAddr(t)
+	// No deployment controller runs here, so no rollout is ever done:
+	// with waves, the eleventh restart of a test would wait forever.
+	// TestWaves* of test/e2e test them.
+	o.MaxConcurrentRollouts = 0
 	for _, m := range modify {
 		m(o)
 	}

@@ -1,0 +1,188 @@
+{{/* The chart's name. */}}
+{{- define "watcher.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of every object: the release's name if it holds the
+chart's, else release-chart. The release "watcher" gives "watcher". */}}
+{{- define "watcher.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "watcher.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "watcher.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: watcher
+{{- end }}
+
+{{/* Labels that select the pods: fixed for the life of a release. */}}
+{{- define "watcher.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "watcher.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount's name. */}}
+{{- define "watcher.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "watcher.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Lease's name. */}}
+{{- define "watcher.leaseName" -}}
+{{- default (include "watcher.fullname" .) .Values.lock.leaseName }}
+{{- end }}
+
+{{/* The hash key Secret's name. */}}
+{{- define "watcher.hashKeySecret" -}}
+{{- default (printf "%s-hash-key" (include "watcher.fullname" .)) .Values.lock.hashKeySecret }}
+{{- end }}
+
+{{/* The image reference: the digest wins over the tag. */}}
+{{- define "watcher.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* One env var of watcher's, left out when its value is empty (an empty
+string or list, or null); lists are joined with commas. Usage:
+include "watcher.env" (list "NAME" value) */}}
+{{- define "watcher.env" -}}
+{{- $name := index . 0 }}
+{{- $value := index . 1 }}
+{{- if kindIs "slice" $value }}
+{{- $value = join "," $value }}
+{{- end }}
+{{- if not (or (kindIs "invalid" $value) (eq (toString $value) "")) }}
+- name: {{ $name }}
+  value: {{ toString $value | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The rules watcher needs wherever workloads are watched: read
+ConfigMaps, Secrets and workloads, patch workloads (the restart), write
+Events; create Jobs with the CronJob trigger; Argo Rollouts and
+ReloadPolicies if enabled. Nothing may update or delete a ConfigMap or a
+Secret, and no Pod is ever created. */}}
+{{- define "watcher.workloadRules" -}}
+- apiGroups: [""]
+  resources: [configmaps, secrets]
+  verbs: [get, list, watch]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [get, list, watch, patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [get, list, watch, patch]
+{{- if .Values.restart.cronjobTrigger }}
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create]
+{{- end }}
+{{- if .Values.rbac.argoRollouts }}
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
+  verbs: [get, list, watch, patch]
+{{- end }}
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- if .Values.rbac.reloadPolicies }}
+- apiGroups: [watcher.dev]
+  resources: [reloadpolicies]
+  verbs: [list, watch]
+- apiGroups: [watcher.dev]
+  resources: [reloadpolicies/status]
+  verbs: [patch]
+{{- end }}
+{{- end }}
+
+{{/* The container's environment: watcher's settings from the values. */}}
+{{- define "watcher.containerEnv" }}
+- name: POD_NAMESPACE
+  valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+{{- include "watcher.env" (list "DISCOVERY" .Values.discovery.mode) }}
+{{- include "watcher.env" (list "NAMESPACES" .Values.discovery.namespaces) }}
+{{- include "watcher.env" (list "IGNORE_CONFIGMAP_NAMESPACES" .Values.discovery.ignoreConfigMapNamespaces) }}
+{{- include "watcher.env" (list "IGNORE_SECRET_NAMESPACES" .Values.discovery.ignoreSecretNamespaces) }}
+{{- include "watcher.env" (list "WORKLOAD_SELECTOR" .Values.discovery.workloadSelector) }}
+{{- include "watcher.env" (list "CONFIG_SELECTOR" .Values.discovery.configSelector) }}
+{{- include "watcher.env" (list "ANNOTATION" .Values.discovery.annotation) }}
+{{- include "watcher.env" (list "RESTART_STRATEGY" .Values.restart.strategy) }}
+{{- include "watcher.env" (list "RELOAD_ON_CREATE" .Values.restart.reloadOnCreate) }}
+{{- include "watcher.env" (list "RELOAD_ON_DELETE" .Values.restart.reloadOnDelete) }}
+{{- include "watcher.env" (list "COALESCE" .Values.restart.coalesce) }}
+{{- include "watcher.env" (list "COALESCE_MAX" .Values.restart.coalesceMax) }}
+{{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
+{{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
+{{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}
+{{- include "watcher.env" (list "RESTART_BUDGET" .Values.safety.restartBudget) }}
+{{- include "watcher.env" (list "FLAP_THRESHOLD" .Values.safety.flapThreshold) }}
+{{- include "watcher.env" (list "FLAP_QUIET" .Values.safety.flapQuiet) }}
+{{- include "watcher.env" (list "MAX_CONCURRENT_ROLLOUTS" .Values.safety.maxConcurrentRollouts) }}
+{{- include "watcher.env" (list "ROLLOUT_TIMEOUT" .Values.safety.rolloutTimeout) }}
+{{- include "watcher.env" (list "ON_FAILED_ROLLOUT" .Values.safety.onFailedRollout) }}
+{{- include "watcher.env" (list "LOCK_BACKEND" .Values.lock.mode) }}
+{{- include "watcher.env" (list "HASH_KEY_SECRET" (include "watcher.hashKeySecret" .)) }}
+{{- if eq .Values.lock.mode "lease" }}
+{{- include "watcher.env" (list "LEASE_NAME" (include "watcher.leaseName" .)) }}
+{{- include "watcher.env" (list "LEASE_DURATION" .Values.lock.leaseDuration) }}
+{{- include "watcher.env" (list "LEASE_RENEW_DEADLINE" .Values.lock.leaseRenewDeadline) }}
+{{- include "watcher.env" (list "LEASE_RETRY_PERIOD" .Values.lock.leaseRetryPeriod) }}
+{{- end }}
+{{- if eq .Values.lock.mode "redis" }}
+{{- with .Values.redis }}
+{{- include "watcher.env" (list "REDIS_HOST" .host) }}
+{{- include "watcher.env" (list "REDIS_PORT" .port) }}
+{{- include "watcher.env" (list "DB" .db) }}
+{{- include "watcher.env" (list "USERNAME" .username) }}
+{{- if .existingSecret }}
+- name: PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ .existingSecret }}, key: {{ .existingSecretPasswordKey }}}}
+{{- end }}
+{{- include "watcher.env" (list "REDIS_SOCKET_TIMEOUT" .socketTimeout) }}
+{{- include "watcher.env" (list "LOCK_EXPIRATION_TIME" .lockExpirationTime) }}
+{{- include "watcher.env" (list "REDIS_TLS" .tls.enabled) }}
+{{- if .tls.caSecret }}
+- name: REDIS_TLS_CA_FILE
+  value: /etc/watcher/redis-ca/{{ .tls.caSecretKey }}
+{{- end }}
+{{- include "watcher.env" (list "REDIS_TLS_SERVER_NAME" .tls.serverName) }}
+{{- include "watcher.env" (list "REDIS_SENTINEL_MASTER" .sentinel.master) }}
+{{- include "watcher.env" (list "REDIS_SENTINEL_ADDRS" .sentinel.addrs) }}
+{{- if .sentinel.existingSecret }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ .sentinel.existingSecret }}, key: {{ .sentinel.existingSecretPasswordKey }}}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- include "watcher.env" (list "KUBE_API_QPS" .Values.kubeAPI.qps) }}
+{{- include "watcher.env" (list "KUBE_API_BURST" .Values.kubeAPI.burst) }}
+{{- include "watcher.env" (list "CACHE_SYNC_TIMEOUT" .Values.kubeAPI.cacheSyncTimeout) }}
+{{- include "watcher.env" (list "LOG_FORMAT" .Values.logging.format) }}
+{{- include "watcher.env" (list "LOG_LEVEL" .Values.logging.level) }}
+{{- include "watcher.env" (list "PRINT_TIME" .Values.logging.printTime) }}
+{{- include "watcher.env" (list "METRICS_ADDR" (printf ":%v" .Values.metrics.port)) }}
+{{- include "watcher.env" (list "HEALTH_ADDR" (printf ":%v" .Values.health.port)) }}
+{{- include "watcher.env" (list "PPROF_ADDR" .Values.pprofAddr) }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

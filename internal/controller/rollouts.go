@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// observe updates what the guards know of key from its cached state, at
+// every reconcile of the workload: whether a rollout watcher started is in
+// progress (so that rollouts in progress are rebuilt from the cluster after
+// a restart of watcher or a lease handover), done, or gone; and whether a
+// person released the holds of a failed rollout on it.
+func (g *guards) observe(ctx context.Context, key workload.Key, cached *metav1.PartialObjectMetadata) {
+	if g == nil {
+		return
+	}
+	if cached == nil {
+		g.rollouts.Gone(key.String())
+		g.unhold(ctx, key, "workload deleted")
+		g.wakeNext(ctx)
+		return
+	}
+	a := cached.GetAnnotations()
+	if v, ok := a[guard.ReleaseAnnotation]; ok {
+		g.mu.Lock()
+		last, seen := g.release[key]
+		g.release[key] = v
+		g.mu.Unlock()
+		if seen && last != v && g.rollouts.Release(key.String()) {
+			ctrl.LoggerFrom(ctx).Info("Failed rollout released by annotation", "annotation", guard.ReleaseAnnotation)
+			g.wakeHeld(ctx, guard.ReasonFailedRollout)
+		}
+	}
+	f, ok := g.rollouts.Seen(key.String(), key.Kind, g.rollingByWatcher(a), cached.Generation, g.now(), nil)
+	if !ok {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case f.Recovered:
+		log.Info("Failed rollout finished after all; the restarts it held go on")
+		g.recorder.Eventf(cached, nil, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout", "%s", "Rollout done after its timeout; the restarts it held go on")
+		g.wakeHeld(ctx, guard.ReasonFailedRollout)
+	case f.Duration > 0:
+		metrics.RolloutDuration.WithLabelValues(f.Kind).Observe(f.Duration.Seconds())
+		log.V(1).Info("Rollout done", "duration", f.Duration.Round(time.Millisecond).String())
+	}
+	g.wakeNext(ctx)
+}
+
+// rollingByWatcher reports whether the cached annotations a say that a
+// rollout watcher started is in progress: the cache marks a workload whose
+// rollout is not done with the restart ID on its template, and the record
+// names the restart ID of watcher's last restart.
+func (g *guards) rollingByWatcher(a map[string]string) bool {
+	mark, rolling := a[guard.RollingAnnotation]
+	if !rolling {
+		return false
+	}
+	rec, err := plan.ParseRecord(a[plan.RecordAnnotation])
+	return err == nil && mark == rec.RestartID()
+}
+
+// wakeNext decides again the waiters of the wave that may start now.
+func (g *guards) wakeNext(ctx context.Context) {
+	for _, k := range g.rollouts.Next() {
+		if key, ok := parseKey(k); ok {
+			g.wakeNow(ctx, key)
+		}
+	}
+}
+
+// parseKey reads a workload.Key.String().
+func parseKey(s string) (workload.Key, bool) {
+	kind, rest, ok := strings.Cut(s, " ")
+	ns, name, ok2 := strings.Cut(rest, "/")
+	return workload.Key{Kind: kind, Namespace: ns, Name: name}, ok && ok2
+}
+
+// configChanged is told of every update of a cached ConfigMap or Secret,
+// on every replica: it feeds the flap detector with data changes and their
+// writers, and releases the holds of failed rollouts when a person sets
+// guard.ReleaseAnnotation on the object.
+func (g *guards) configChanged(log logr.Logger, kind string, old, cur client.Object, dataChanged bool) {
+	if g == nil {
+		return
+	}
+	id := kind + " " + cur.GetNamespace() + "/" + cur.GetName()
+	if was, now := old.GetAnnotations()[guard.ReleaseAnnotation], cur.GetAnnotations()[guard.ReleaseAnnotation]; was != now && now != "" {
+		n := g.rollouts.ReleaseSource(id)
+		log.Info("Held restarts released by annotation", "object", id, "annotation", guard.ReleaseAnnotation, "failedRollouts", n)
+		g.wakeHeld(g.base(), guard.ReasonFailedRollout, guard.ReasonFlapping, guard.ReasonBudget)
+	}
+	if !dataChanged {
+		return
+	}
+	writers := attribution.Changed(attribution.Of(old), attribution.Of(cur))
+	started, msg := g.flaps.Observe(id, g.now(), writers)
+	if !started {
+		return
+	}
+	metrics.FlappingSources.Inc()
+	log.Info("Flapping: restarts caused by it are held", "object", id, "writers", g.flaps.Writers(id, g.now()), "why", msg)
+	g.recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonFlapping, "Restart", "%s", truncate(msg))
+	g.notifier.Notify(guard.Event{Type: guard.EventFlapping, Source: id, Reason: guard.ReasonFlapping, Message: msg, Time: g.now()})
+}
+
+// base is the context of the sweeper, once it runs.
+func (g *guards) base() context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx == nil {
+		return context.Background()
+	}
+	return g.ctx
+}
+
+// source returns the work-queue source of the workloads woken.
+func (g *guards) source() source.TypedSource[Request] {
+	return source.TypedChannel(g.wake, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, r Request) []Request {
+		return []Request{r}
+	}))
+}
+
+// sweepEvery is how often the guards look at the time: rollouts past their
+// timeout, flapping sources quiet again, gauges.
+const sweepEvery = time.Second
+
+// sweeper runs the guards' clock on every replica.
+type sweeper struct {
+	g   *guards
+	log logr.Logger
+}
+
+// NeedLeaderElection is false: flapping is watched on standbys too, so a
+// new leader knows it.
+func (s sweeper) NeedLeaderElection() bool { return false }
+
+// Start sweeps every sweepEvery until ctx is done.
+func (s sweeper) Start(ctx context.Context) error {
+	s.g.mu.Lock()
+	s.g.ctx = ctx
+	s.g.mu.Unlock()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.g.sweep(ctrl.LoggerInto(ctx, s.log))
+		}
+	}
+}
+
+func (g *guards) sweep(ctx context.Context) {
+	now := g.now()
+	log := ctrl.LoggerFrom(ctx)
+	stopped, flapping := g.flaps.Sweep(now)
+	for _, id := range stopped {
+		log.Info("Quiet again: no longer flapping", "object", id)
+	}
+	metrics.FlappingSources.Set(float64(flapping))
+	g.budget.Sweep(now)
+	for _, f := range g.rollouts.Sweep(now) {
+		g.failed(ctx, f)
+	}
+	running, _ := g.rollouts.InProgress()
+	metrics.RolloutsInProgress.Set(float64(running))
+	g.wakeNext(ctx)
+}
+
+// failed reports a rollout past its timeout.
+func (g *guards) failed(ctx context.Context, f guard.Failure) {
+	key, ok := parseKey(f.Key)
+	if !ok || (!f.Here && g.cfg.Shared) {
+		return // another replica started it, and reports it
+	}
+	metrics.FailedRollouts.WithLabelValues(f.Kind).Inc()
+	msg := "Rollout not done after " + g.cfg.RolloutTimeout.String()
+	if g.cfg.HoldOnFailure {
+		msg += "; the other restarts caused by the same change are held until it is done, or until " + guard.ReleaseAnnotation + " is set to a new value on it or on the ConfigMap/Secret"
+	}
+	ctrl.LoggerFrom(ctx).Info("Rollout failed", "workload", f.Key, "timeout", g.cfg.RolloutTimeout.String(), "holdOthers", g.cfg.HoldOnFailure)
+	if obj, err := g.store.Get(key.Kind, key.Namespace, key.Name); err == nil && obj != nil {
+		g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "Rollout", "%s", truncate(msg))
+	}
+	g.notifier.Notify(guard.Event{Type: guard.EventRolloutFailed, Workload: f.Key, Reason: guard.ReasonFailedRollout, Message: msg, Time: g.now()})
+}

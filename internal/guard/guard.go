@@ -1,0 +1,196 @@
+// Package guard keeps watcher from restarting too much: a restart budget
+// per workload, a hold on ConfigMaps and Secrets that keep changing
+// (flapping), and rollouts in waves gated on the health of the rollouts
+// already started. It is pure: no client, the clock passed in; the
+// controller gathers, asks, and writes.
+//
+// # The hold seam
+//
+// Before a restart is written, the controller asks a Chain of Gates, in
+// order. Each answers Admit, or Hold with a Reason, a time to look again
+// (Until; zero: when something happens that the controller is told of, such
+// as a rollout finishing or a person releasing the hold) and a message for
+// people. The first hold wins. A held restart writes nothing: the
+// workload's record stays behind its configuration, so the hold is
+// level-triggered and survives a restart of watcher or a lease handover
+// (the workload is decided again, and held again, from the cluster's
+// state). The controller requeues the workload at Until, and says once
+// that it is held (one log line, one Event, watcher_restarts_held and
+// watcher_held_restarts_total by reason) and once that it is released.
+//
+//	gate            Reason          holds while                            released by
+//	(window)        window          outside a maintenance window           the window opening (Until)
+//	Flaps           flapping        a changed source is flapping           quiet for --flap-quiet (Until),
+//	                                                                       or a person (Request.Released)
+//	Budget          budget          the workload restarted Max times       the oldest restart leaving
+//	                                in the last Window                     the window (Until), or a person
+//	FailedGate      failed-rollout  a rollout restarted for the same       the failed rollout finishing,
+//	                                change (source and content) failed     or a person
+//	Rollouts        wave            Max rollouts are in progress, or       a rollout finishing or failing
+//	                                others wait ahead in the wave
+//
+// A gate is anything with Check(Request) Verdict. Adding one (the
+// maintenance window of a ReloadPolicy, say) is one type and one entry in
+// the chain the controller builds (controller/hold.go, newGates); put it
+// before the wave gate, which reserves a slot when it admits. A gate that
+// keeps state about restarts implements Committer (told once the restart
+// is written) and, if it reserves or queues something in Check, Canceller
+// (told when another gate held or the write failed).
+//
+// Notifier is told of holds, releases, flapping sources and failed
+// rollouts, for alerts; NopNotifier ignores them.
+package guard
+
+import "time"
+
+// Reason says why a restart is held; the values are metric labels.
+type Reason string
+
+// The reasons of holds.
+const (
+	ReasonBudget        Reason = "budget"
+	ReasonFlapping      Reason = "flapping"
+	ReasonWave          Reason = "wave"
+	ReasonFailedRollout Reason = "failed-rollout"
+	ReasonWindow        Reason = "window"
+)
+
+// Reasons lists every Reason, for metrics.
+var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow}
+
+// Source is a ConfigMap or Secret whose change causes a restart.
+type Source struct {
+	// ID is "Kind namespace/name".
+	ID string
+	// Sum is the digest of its content now: a change is a source and a
+	// content.
+	Sum string
+}
+
+// Request is a restart to admit or hold.
+type Request struct {
+	// Key names the workload: "Kind namespace/name".
+	Key                   string
+	Kind, Namespace, Name string
+	// Priority orders restarts within a wave, lower first
+	// (PriorityAnnotation; 0 when absent).
+	Priority int
+	// Sources are the changed ConfigMaps and Secrets, sorted by ID.
+	Sources []Source
+	// Released is true when a person released the holds of this restart
+	// (ReleaseAnnotation): the budget, flapping and failed-rollout gates
+	// admit it.
+	Released bool
+	// Now is the time of the question.
+	Now time.Time
+}
+
+// Verdict is a gate's answer.
+type Verdict struct {
+	// Hold is false when the gate admits the restart.
+	Hold   bool
+	Reason Reason
+	// Until is when to ask again; zero when the controller is told.
+	Until time.Time
+	// Message says why, for a person: it names no Secret value.
+	Message string
+}
+
+// Gate admits or holds a restart.
+type Gate interface {
+	Check(Request) Verdict
+}
+
+// Committer is a Gate told when a restart it admitted was written.
+type Committer interface {
+	Commit(Request)
+}
+
+// Canceller is a Gate told when a restart was not written: another gate
+// held it, or the write failed. It gives up what it reserved or queued
+// for the restart.
+type Canceller interface {
+	Cancel(Request)
+}
+
+// Chain asks its gates in order.
+type Chain []Gate
+
+// Check returns the first hold, cancelling the restart in every other
+// gate; or an admitting Verdict.
+func (c Chain) Check(r Request) Verdict {
+	for i, g := range c {
+		if v := g.Check(r); v.Hold {
+			c[:i].Cancel(r)
+			c[i+1:].Cancel(r)
+			return v
+		}
+	}
+	return Verdict{}
+}
+
+// Commit tells every gate that the restart was written.
+func (c Chain) Commit(r Request) {
+	for _, g := range c {
+		if x, ok := g.(Committer); ok {
+			x.Commit(r)
+		}
+	}
+}
+
+// Cancel tells every gate that the restart was not written.
+func (c Chain) Cancel(r Request) {
+	for _, g := range c {
+		if x, ok := g.(Canceller); ok {
+			x.Cancel(r)
+		}
+	}
+}
+
+// Annotations read by the guards.
+const (
+	// PriorityAnnotation, on a workload, orders its restart within a
+	// wave: an integer, lower first; workloads without it come after all
+	// those with it, then by namespace and name.
+	PriorityAnnotation = "watcher.dev/restart-priority"
+	// ReleaseAnnotation, on a workload, a ConfigMap or a Secret, releases
+	// the holds in place (budget, flapping, failed rollout): set it to a
+	// new value (kubectl annotate --overwrite ... watcher.dev/release-held=$(date +%s)).
+	ReleaseAnnotation = "watcher.dev/release-held"
+)
+
+// Event is what a Notifier is told.
+type Event struct {
+	Type EventType
+	// Workload names the workload ("Kind namespace/name"), if any.
+	Workload string
+	// Source names the ConfigMap or Secret ("Kind namespace/name"), if any.
+	Source string
+	// Reason of a hold or release.
+	Reason Reason
+	// Message is the text of the Kubernetes Event.
+	Message string
+	Time    time.Time
+}
+
+// EventType is the kind of an Event.
+type EventType string
+
+// The types of events.
+const (
+	EventHeld          EventType = "held"
+	EventReleased      EventType = "released"
+	EventFlapping      EventType = "flapping"
+	EventRolloutFailed EventType = "rollout-failed"
+)
+
+// Notifier is told what the guards do, for alerts. Notify must not block.
+type Notifier interface {
+	Notify(Event)
+}
+
+// NopNotifier ignores every Event.
+type NopNotifier struct{}
+
+// Notify implements Notifier.
+func (NopNotifier) Notify(Event) {}

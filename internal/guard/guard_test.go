@@ -1,0 +1,175 @@
+package guard_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/watcher-dev/watcher/internal/guard"
+)
+
+var t0 = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// at is t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func req(key string, now time.Time, sources ...guard.Source) guard.Request {
+	ns, name, _ := strings.Cut(key, "/")
+	return guard.Request{Key: "Deployment " + key, Kind: "Deployment", Namespace: ns, Name: name, Sources: sources, Now: now}
+}
+
+func TestBudget(t *testing.T) {
+	type step struct {
+		at       time.Duration
+		released bool
+		hold     bool
+		until    time.Duration // when held
+	}
+	tests := []struct {
+		name   string
+		max    int
+		window time.Duration
+		steps  []step
+	}{
+		{name: "off", max: 0, window: time.Hour, steps: []step{{at: 0}, {at: 1}, {at: 2}, {at: 3}}},
+		{
+			name: "2 per minute: the third waits for the first to leave", max: 2, window: time.Minute,
+			steps: []step{{at: 0}, {at: 10 * time.Second}, {at: 20 * time.Second, hold: true, until: time.Minute},
+				{at: 59 * time.Second, hold: true, until: time.Minute}, {at: time.Minute},
+				{at: 61 * time.Second, hold: true, until: 70 * time.Second}},
+		},
+		{
+			name: "a person releases", max: 1, window: time.Hour,
+			steps: []step{{at: 0}, {at: time.Minute, hold: true, until: time.Hour}, {at: 2 * time.Minute, released: true},
+				{at: 3 * time.Minute, hold: true, until: 2*time.Minute + time.Hour}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := guard.NewBudget(tt.max, tt.window)
+			for i, s := range tt.steps {
+				r := req("ns/a", at(s.at))
+				r.Released = s.released
+				v := b.Check(r)
+				if v.Hold != s.hold || (s.hold && (!v.Until.Equal(at(s.until)) || v.Reason != guard.ReasonBudget)) {
+					t.Fatalf("step %d at %s: %+v, want hold %v until %s", i, s.at, v, s.hold, s.until)
+				}
+				if !v.Hold {
+					b.Commit(r)
+				}
+				if other := b.Check(req("ns/b", at(s.at))); other.Hold {
+					t.Fatalf("step %d: another workload held: %+v", i, other)
+				}
+			}
+			b.Sweep(at(24 * time.Hour))
+			if b.Len() != 0 {
+				t.Errorf("Sweep kept %d workloads", b.Len())
+			}
+		})
+	}
+}
+
+func TestFlaps(t *testing.T) {
+	src := guard.Source{ID: "Secret shop/tls", Sum: "s1"}
+	type change struct {
+		at      time.Duration
+		writers []string
+		starts  bool // Observe says it starts flapping
+	}
+	tests := []struct {
+		name    string
+		changes []change
+		// then, a restart asked at ask is held until until (zero: admitted)
+		ask, until time.Duration
+		message    string
+	}{
+		{
+			name:    "five changes in the window: not flapping",
+			changes: []change{{at: 0}, {at: time.Minute}, {at: 2 * time.Minute}, {at: 3 * time.Minute}, {at: 4 * time.Minute}},
+			ask:     4*time.Minute + time.Second,
+		},
+		{
+			name: "the sixth in the window flaps, naming both writers",
+			changes: []change{{at: 0, writers: []string{"vault-injector"}}, {at: time.Second, writers: []string{"cert-manager"}},
+				{at: 2 * time.Second, writers: []string{"vault-injector"}}, {at: 3 * time.Second, writers: []string{"cert-manager"}},
+				{at: 4 * time.Second}, {at: 5 * time.Second, writers: []string{"vault-injector"}, starts: true}, {at: 6 * time.Second}},
+			ask: 7 * time.Second, until: 6*time.Second + 2*time.Minute,
+			message: "Secret shop/tls changed 7 times in 10m by cert-manager and vault-injector; restarts held until it is quiet for 2m",
+		},
+		{
+			name: "quiet for 2m: released, one restart",
+			changes: []change{{at: 0}, {at: time.Second}, {at: 2 * time.Second}, {at: 3 * time.Second}, {at: 4 * time.Second},
+				{at: 5 * time.Second, starts: true}},
+			ask: 5*time.Second + 2*time.Minute,
+		},
+		{
+			name:    "changes spread wider than the window never flap",
+			changes: []change{{at: 0}, {at: 3 * time.Minute}, {at: 6 * time.Minute}, {at: 9 * time.Minute}, {at: 12 * time.Minute}, {at: 15 * time.Minute}, {at: 18 * time.Minute}},
+			ask:     18*time.Minute + time.Second,
+		},
+		{
+			name: "flapping again after a quiet spell starts again",
+			changes: []change{{at: 0}, {at: time.Second}, {at: 2 * time.Second}, {at: 3 * time.Second}, {at: 4 * time.Second},
+				{at: 5 * time.Second, starts: true}, {at: 3 * time.Minute, starts: true}},
+			ask: 3*time.Minute + time.Second, until: 5 * time.Minute,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := guard.NewFlaps(5, 10*time.Minute, 2*time.Minute)
+			for i, c := range tt.changes {
+				started, msg := f.Observe(src.ID, at(c.at), c.writers)
+				if started != c.starts {
+					t.Fatalf("change %d at %s: started %v (%q), want %v", i, c.at, started, msg, c.starts)
+				}
+			}
+			v := f.Check(req("shop/web", at(tt.ask), src))
+			if v.Hold != (tt.until != 0) || (v.Hold && !v.Until.Equal(at(tt.until))) {
+				t.Fatalf("Check at %s = %+v, want held until %s", tt.ask, v, tt.until)
+			}
+			if tt.message != "" && v.Message != tt.message {
+				t.Errorf("message %q, want %q", v.Message, tt.message)
+			}
+			if v.Hold {
+				r := req("shop/web", at(tt.ask), src)
+				r.Released = true
+				if f.Check(r).Hold {
+					t.Error("released restart held")
+				}
+				if f.Check(req("shop/web", at(tt.ask), guard.Source{ID: "Secret shop/other"})).Hold {
+					t.Error("restart for another source held")
+				}
+			}
+		})
+	}
+}
+
+func TestFlapsSweep(t *testing.T) {
+	f := guard.NewFlaps(1, time.Minute, 10*time.Second)
+	f.Observe("ConfigMap a/x", at(0), []string{"a"})
+	if started, _ := f.Observe("ConfigMap a/x", at(time.Second), []string{"b"}); !started {
+		t.Fatal("not flapping after 2 changes with threshold 1")
+	}
+	f.Observe("ConfigMap a/y", at(time.Second), nil)
+	if stopped, n := f.Sweep(at(5 * time.Second)); len(stopped) != 0 || n != 1 {
+		t.Errorf("Sweep at 5s = %v, %d; want none stopped, 1 flapping", stopped, n)
+	}
+	if stopped, n := f.Sweep(at(11 * time.Second)); len(stopped) != 1 || stopped[0] != "ConfigMap a/x" || n != 0 {
+		t.Errorf("Sweep at 11s = %v, %d; want x stopped", stopped, n)
+	}
+	if w := f.Writers("ConfigMap a/x", at(12*time.Second)); len(w) != 2 {
+		t.Errorf("Writers = %v", w)
+	}
+	if f.Sweep(at(2 * time.Minute)); f.Len() != 0 {
+		t.Errorf("Sweep kept %d sources", f.Len())
+	}
+	off := guard.NewFlaps(0, time.Minute, time.Second)
+	for i := range 10 {
+		if started, _ := off.Observe("ConfigMap a/x", at(time.Duration(i)), nil); started {
+			t.Fatal("threshold 0 flaps")
+		}
+	}
+	if last, ok := off.LastChange("ConfigMap a/x"); !ok || !last.Equal(at(9)) {
+		t.Errorf("LastChange = %v, %v", last, ok)
+	}
+}

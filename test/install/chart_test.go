@@ -1,0 +1,255 @@
+package install
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// examples are the values files of the chart's examples/.
+func examples(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chart, "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	return files
+}
+
+// TestLint: helm lint --strict passes with the default values and with
+// every values file of examples/.
+func TestLint(t *testing.T) {
+	mustHelm(t, "lint", "--strict", chart)
+	for _, f := range examples(t) {
+		mustHelm(t, "lint", "--strict", chart, "-f", f)
+	}
+}
+
+// TestTemplate renders the chart over several values sets and checks what
+// each must and must not hold; the API server then accepts every object
+// (server-side apply, dry run), and the pod of the Deployment is admitted
+// in a namespace enforcing the restricted Pod Security Standard, with no
+// warning.
+func TestTemplate(t *testing.T) {
+	ex := func(name string) string { return filepath.Join(chart, "examples", name) }
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment)
+	}{
+		{"defaults", nil, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(kinds(objs)).To(Equal("ClusterRole ClusterRoleBinding Deployment Role RoleBinding Service ServiceAccount"))
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "lease"))
+			g.Expect(envOf(d)).NotTo(HaveKey("NAMESPACES"))
+			g.Expect(rules(g, objs, "ClusterRole")).NotTo(ContainElement("batch/jobs: create"))
+			g.Expect(rules(g, objs, "Role")).To(ContainElement("coordination.k8s.io/leases/[tpl-watcher]: get,update"))
+		}},
+		{"namespaced", []string{"-f", ex("namespaced.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(find(objs, "ClusterRole", "")).To(BeEmpty())
+			g.Expect(find(objs, "ClusterRoleBinding", "")).To(BeEmpty())
+			g.Expect(namespaces(find(objs, "Role", "tpl-watcher"))).To(Equal("team-a team-b"))
+			g.Expect(namespaces(find(objs, "RoleBinding", "tpl-watcher"))).To(Equal("team-a team-b"))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("NAMESPACES", "team-a,team-b"))
+		}},
+		{"redis, HA", []string{"-f", ex("redis.yaml"), "--set", "redis.existingSecret=watcher-redis"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+			g.Expect(find(objs, "PodDisruptionBudget", "")).To(HaveLen(1))
+			env := d.Spec.Template.Spec.Containers[0].Env
+			g.Expect(env).To(ContainElement(corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "watcher-redis"}, Key: "password"}}}))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "redis"))
+			g.Expect(envOf(d)).NotTo(HaveKey("LEASE_NAME"))
+			g.Expect(rules(g, objs, "Role")).NotTo(ContainElement(ContainSubstring("leases")))
+		}},
+		{"lease, HA", []string{"-f", ex("lease-ha.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+			g.Expect(find(objs, "PodDisruptionBudget", "")).To(HaveLen(1))
+			tsc := d.Spec.Template.Spec.TopologySpreadConstraints
+			g.Expect(tsc).To(HaveLen(1))
+			g.Expect(tsc[0].LabelSelector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels))
+		}},
+		{"monitoring", []string{"-f", ex("monitoring.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, _ *appsv1.Deployment) {
+			g.Expect(find(objs, "ServiceMonitor", "")).To(HaveLen(1))
+			g.Expect(find(objs, "PrometheusRule", "")).To(HaveLen(1))
+			g.Expect(find(objs, "NetworkPolicy", "")).To(HaveLen(1))
+			cms := find(objs, "ConfigMap", "tpl-watcher-dashboard")
+			g.Expect(cms).To(HaveLen(1))
+			g.Expect(cms[0].GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+		}},
+		{"single, no lock, CronJob trigger", []string{"-f", ex("single.yaml"), "--set", "restart.cronjobTrigger=true,priorityClassName=system-cluster-critical"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "none"))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("CRONJOB_TRIGGER", "true"))
+			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t, "tpl-"+strings.ToLower(strings.FieldsFunc(tc.name, func(r rune) bool { return r == ',' || r == ' ' })[0]), restricted)
+			for _, n := range []string{"team-a", "team-b"} {
+				if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
+			}
+			objs := render(t, "tpl", ns, append(tc.args, "--include-crds")...)
+			d := deployment(t, objs)
+			tc.check(g, objs, d)
+			for _, o := range objs {
+				warnings := dryRunApply(t, o)
+				g.Expect(warnings).To(BeEmpty(), "%s %s", o.GetKind(), o.GetName())
+			}
+			g.Expect(d.Spec.Template.Spec.EnableServiceLinks).To(Equal(ptr.To(false)))
+			admitPod(t, ns, d.Spec.Template.Spec)
+		})
+	}
+}
+
+// TestRedisExample: the example Redis of deploy/redis.yaml is accepted by
+// the API server and its pod meets the restricted standard.
+func TestRedisExample(t *testing.T) {
+	ns := namespace(t, "redis-example", restricted)
+	for _, o := range readObjects(t, filepath.Join(root, "deploy", "redis.yaml")) {
+		o.SetNamespace(ns)
+		NewWithT(t).Expect(dryRunApply(t, o)).To(BeEmpty(), "%s %s", o.GetKind(), o.GetName())
+		if o.GetKind() == "StatefulSet" {
+			var s appsv1.StatefulSet
+			NewWithT(t).Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &s)).To(Succeed())
+			admitPod(t, ns, s.Spec.Template.Spec)
+		}
+	}
+}
+
+// TestTemplateRefuses: values that cannot work stop helm with a message
+// saying why.
+func TestTemplateRefuses(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"rbac.scope=namespaced", "needs the namespaces to watch in discovery.namespaces"},
+		{"rbac.scope=everywhere", "value must be one of 'cluster', 'namespaced'"},
+		{"replicas=3,lock.mode=none", "replicas > 1 needs lock.mode lease or redis"},
+		// values.schema.json
+		{"lock.mode=redis2", "value must be one of 'lease', 'redis', 'none'"},
+		{"replica=3", "additional properties 'replica' not allowed"},
+		{"restart.coalesce=soon", "/restart/coalesce"},
+	} {
+		out, err := helm(t, "template", "tpl", chart, "--set", tc.args)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: want an error saying %q, got %v:\n%s", tc.args, tc.want, err, out)
+		}
+	}
+}
+
+// warnings collects the API server's warnings.
+type warnings struct{ msgs []string }
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) { w.msgs = append(w.msgs, msg) }
+
+// dryRunApply applies o server-side as a dry run, failing the test if the
+// API server refuses it, and returns its warnings.
+func dryRunApply(t *testing.T, o *unstructured.Unstructured) []string {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(kube.RESTConfig())
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = o.DeepCopy()
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll, client.ForceOwnership, client.FieldOwner("install-test")); err != nil {
+		t.Fatalf("server-side dry-run of %s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+	return w.msgs
+}
+
+// admitPod creates a Pod of spec in ns (a restricted namespace) as a dry
+// run: the API server admits it. The same pod without its security contexts
+// is refused, so the namespace does enforce the standard.
+func admitPod(t *testing.T, ns string, spec corev1.PodSpec) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *spec.DeepCopy()}
+	if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
+		t.Fatalf("the restricted standard refuses the pod: %v", err)
+	}
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "pss-"}, Spec: *spec.DeepCopy()}
+	bad.Spec.SecurityContext, bad.Spec.Containers[0].SecurityContext = nil, nil
+	if err := k8s.Create(ctx, bad, client.DryRunAll); !apierrors.IsForbidden(err) {
+		t.Fatalf("namespace %s does not enforce the restricted standard: %v", ns, err)
+	}
+	// A workload of that pod is admitted with warnings: dryRunApply sees
+	// them.
+	dep := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pss"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pss"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "pss"}}, Spec: bad.Spec},
+		},
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := dryRunApply(t, &unstructured.Unstructured{Object: u}); len(w) == 0 {
+		t.Fatalf("no Pod Security warning for a Deployment of a pod the standard refuses")
+	}
+}
+
+// kinds lists the kinds of objs, sorted and unique.
+func kinds(objs []*unstructured.Unstructured) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" && !seen[o.GetKind()] {
+			seen[o.GetKind()] = true
+			out = append(out, o.GetKind())
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// namespaces lists the namespaces of objs.
+func namespaces(objs []*unstructured.Unstructured) string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetNamespace())
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// rules lists the rules of the objects of kind (ClusterRole or Role) as
+// "group/resource[/names]: verbs".
+func rules(g Gomega, objs []*unstructured.Unstructured, kind string) []string {
+	var out []string
+	for _, o := range find(objs, kind, "") {
+		var r rbacv1.ClusterRole
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r)).To(Succeed())
+		for _, rule := range r.Rules {
+			for _, group := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					s := strings.TrimPrefix(group+"/"+res, "/")
+					if len(rule.ResourceNames) > 0 {
+						s += "/[" + strings.Join(rule.ResourceNames, ",") + "]"
+					}
+					out = append(out, s+": "+strings.Join(rule.Verbs, ","))
+				}
+			}
+		}
+	}
+	return out
+}

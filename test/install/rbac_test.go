@@ -1,0 +1,181 @@
+package install
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/test/fixture"
+)
+
+// TestRBAC installs the chart with helm into a namespace enforcing the
+// restricted Pod Security Standard, in both RBAC scopes, and waits for its
+// pod (on a kwok Node). Then the watcher binary runs with the environment of
+// the release's Deployment and a token of its ServiceAccount (kubectl create
+// token) and restarts a workload when its ConfigMap changes, never refused
+// anything: the rights are enough. `kubectl auth can-i` shows they are no
+// more than that.
+func TestRBAC(t *testing.T) {
+	for _, tc := range []struct {
+		name, release string
+		args          []string
+		apps          string // the namespace of the user's workload
+		// can and cannot are `kubectl auth can-i` arguments: verb,
+		// resource, then -n namespace or other flags.
+		can, cannot [][]string
+	}{
+		{
+			name: "cluster", release: "rc", apps: "apps-x",
+			can: [][]string{
+				{"patch", "deployments", "-n", "apps-x"},
+				{"list", "secrets", "--all-namespaces"},
+				{"create", "events.events.k8s.io", "-n", "apps-x"},
+				{"get", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
+			},
+			cannot: [][]string{
+				{"update", "secrets", "-n", "apps-x"},
+				{"delete", "secrets", "-n", "apps-x"},
+				{"patch", "secrets", "-n", "apps-x"},
+				{"update", "configmaps", "-n", "apps-x"},
+				{"delete", "configmaps", "-n", "apps-x"},
+				{"create", "pods", "-n", "apps-x"},
+				{"create", "pods", "-n", "rbac-c"},
+				{"delete", "deployments", "-n", "apps-x"},
+				{"update", "deployments", "-n", "apps-x"},
+				{"create", "jobs", "-n", "apps-x"}, // the CronJob trigger is off
+				{"update", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
+				{"delete", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
+				{"create", "pods/exec", "-n", "apps-x"},
+				{"patch", "nodes"},
+			},
+		},
+		{
+			name: "namespaced", release: "rn", apps: "apps-a",
+			args: []string{"--set", "rbac.scope=namespaced", "--set", "discovery.namespaces={apps-a,apps-b}", "--set", "restart.cronjobTrigger=true"},
+			can: [][]string{
+				{"patch", "deployments", "-n", "apps-a"},
+				{"patch", "cronjobs", "-n", "apps-b"},
+				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger is on
+				{"list", "secrets", "-n", "apps-b"},
+				{"get", "secrets/rn-watcher-hash-key", "-n", "rbac-n"},
+				{"update", "leases/rn-watcher", "-n", "rbac-n"},
+			},
+			cannot: [][]string{
+				{"patch", "deployments", "-n", "apps-c"},
+				{"get", "secrets", "-n", "apps-c"},
+				{"list", "configmaps", "-n", "apps-c"},
+				{"list", "secrets", "--all-namespaces"},
+				{"list", "deployments", "--all-namespaces"},
+				{"create", "jobs", "-n", "apps-c"},
+				{"get", "secrets/other", "-n", "rbac-n"},
+				{"list", "secrets", "-n", "rbac-n"},
+				{"update", "leases/other", "-n", "rbac-n"},
+				{"update", "secrets", "-n", "apps-a"},
+				{"delete", "configmaps", "-n", "apps-a"},
+				{"create", "pods", "-n", "apps-a"},
+				{"delete", "deployments", "-n", "apps-a"},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := namespace(t, "rbac-"+tc.name[:1], restricted)
+			namespace(t, tc.apps, nil)
+			if tc.name == "namespaced" {
+				namespace(t, "apps-b", nil)
+				namespace(t, "apps-c", nil)
+			}
+			args := append([]string{"install", tc.release, chart, "-n", ns, "--wait", "--timeout=60s"}, tc.args...)
+			mustHelm(t, args...)
+			t.Cleanup(func() { _, _ = helm(t, "uninstall", tc.release, "-n", ns, "--wait") })
+			d := deployment(t, decode(t, []byte(mustHelm(t, "get", "manifest", tc.release, "-n", ns))))
+			g.Expect(readyPods(t, ns)).To(Equal(1), "the release's pod runs (kwok) in a restricted namespace")
+
+			for _, c := range tc.can {
+				g.Expect(canI(t, ns, tc.release+"-watcher", c)).To(BeTrue(), "can %v", c)
+			}
+			for _, c := range tc.cannot {
+				g.Expect(canI(t, ns, tc.release+"-watcher", c)).To(BeFalse(), "cannot %v", c)
+			}
+
+			a := newApp(t, tc.apps)
+			cj := fixture.CronJob(tc.apps, "nightly", fixture.EnvFrom("cfg", ""))
+			g.Expect(k8s.Create(ctx, cj)).To(Succeed())
+			w := startWatcher(t, watcherBin, d, tokenKubeconfig(t, ns, tc.release+"-watcher"), nil)
+			a.waitAdopted(t)
+			a.change(t, "2")
+			a.waitRollouts(t, 1)
+			a.stayRollouts(t, 1, time.Second)
+			// With the CronJob trigger, the restarted CronJob also runs now.
+			g.Eventually(func() int { return len(jobs(t, tc.apps)) }, wait, 100*time.Millisecond).Should(Equal(triggered(tc.args)), "Jobs created by the CronJob trigger")
+			noForbidden(t, w)
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.release + "-watcher-hash-key"}, &corev1.Secret{})).To(Succeed())
+			if tc.name == "namespaced" {
+				// Out of scope: never seen, never recorded.
+				out := newApp(t, "apps-c")
+				time.Sleep(2 * time.Second)
+				r, _ := out.record(t)
+				g.Expect(r).To(BeEmpty(), "a workload outside the namespaces is left alone")
+			}
+		})
+	}
+}
+
+// triggered is how many Jobs a restart of a CronJob creates with helm
+// arguments args: one with the CronJob trigger.
+func triggered(args []string) int {
+	if slices.Contains(args, "restart.cronjobTrigger=true") {
+		return 1
+	}
+	return 0
+}
+
+// jobs lists the Jobs of ns.
+func jobs(t *testing.T, ns string) []batchv1.Job {
+	t.Helper()
+	var l batchv1.JobList
+	if err := k8s.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// canI asks `kubectl auth can-i` whether the ServiceAccount ns/sa may do
+// what args say.
+func canI(t *testing.T, ns, sa string, args []string) bool {
+	t.Helper()
+	out, err := kubectl(append([]string{"auth", "can-i", "--as=system:serviceaccount:" + ns + ":" + sa}, args...)...)
+	answer := strings.TrimSpace(out)
+	switch {
+	case err == nil && answer == "yes":
+		return true
+	case strings.HasSuffix(answer, "no"):
+		return false
+	}
+	t.Fatalf("kubectl auth can-i %v: %v: %s", args, err, out)
+	return false
+}
+
+// readyPods counts the Ready pods of ns.
+func readyPods(t *testing.T, ns string) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
