@@ -5,9 +5,14 @@
 # only (go mod download); no CRD is ever committed.
 #
 #   rollout-crd.yaml  Argo Rollouts' Rollout (argoproj.io/v1alpha1)
+#
+# `hack/crds.sh sealed-secrets` prints instead the folder of
+#   sealedsecret-crd.yaml  Bitnami's SealedSecret (bitnami.com/v1alpha1),
+# from the sealed-secrets module (the version hack/sealed-secrets.sh builds).
 set -euo pipefail
 
 ARGO_ROLLOUTS_VERSION=v1.8.3
+SEALED_SECRETS_VERSION=v0.40.0
 
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
 dir=$cache/crds/argo-rollouts-$ARGO_ROLLOUTS_VERSION
@@ -22,4 +27,18 @@ if [ ! -f "$dir/rollout-crd.yaml" ]; then
 	chmod 644 "$dir/rollout-crd.yaml.tmp"
 	mv "$dir/rollout-crd.yaml.tmp" "$dir/rollout-crd.yaml"
 fi
-echo "$dir"
+ssdir=$cache/crds/sealed-secrets-$SEALED_SECRETS_VERSION
+if [ ! -f "$ssdir/sealedsecret-crd.yaml" ]; then
+	printf 'crds: downloading github.com/bitnami-labs/sealed-secrets@%s (first time only)\n' "$SEALED_SECRETS_VERSION" >&2
+	mod=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/bitnami-labs/sealed-secrets@$SEALED_SECRETS_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$mod" ] || { echo "crds: no module folder for sealed-secrets" >&2; exit 1; }
+	mkdir -p "$ssdir"
+	cp "$mod/helm/sealed-secrets/crds/bitnami.com_sealedsecrets.yaml" "$ssdir/sealedsecret-crd.yaml.tmp"
+	chmod 644 "$ssdir/sealedsecret-crd.yaml.tmp"
+	mv "$ssdir/sealedsecret-crd.yaml.tmp" "$ssdir/sealedsecret-crd.yaml"
+fi
+case "${1:-}" in
+sealed-secrets) echo "$ssdir" ;;
+*) echo "$dir" ;;
+esac

@@ -3,7 +3,8 @@
 # redis-server from Debian's packages, and the control-plane binaries (built
 # from Go modules into a cache, once per version), and the CRDs the
 # integration tests install (hack/crds.sh), and Argo Rollouts' controller
-# that the e2e tests run (hack/argo-rollouts.sh).
+# that the e2e tests run (hack/argo-rollouts.sh), and the sealed-secrets
+# controller and kubeseal the end-to-end tests run (hack/sealed-secrets.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null 2>&1; then
@@ -19,3 +20,4 @@ hack/argo-rollouts.sh >/dev/null
 # Operator's CRDs.
 hack/helm.sh >/dev/null
 hack/monitoring-crds.sh >/dev/null
+hack/sealed-secrets.sh >/dev/null

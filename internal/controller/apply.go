@@ -70,10 +70,13 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	case plan.Refresh:
 		log.V(1).Info("Record refreshed, nothing restarted")
 	case plan.Restart:
-		var why, note []string
+		var why, note, owners []string
+		var by [][]string
 		for _, c := range p.Changes {
-			why = append(why, describe(key.Namespace, c.Ref)+" changed (keys: "+keyList(c.Keys, ",")+")")
-			note = append(note, fmt.Sprintf("%s %s changed (keys: %s; %s→%s)", c.Ref.Kind, c.Ref.Name, keyList(c.Keys, ", "), c.Old, c.New))
+			owner, who := r.sealedOwner(key.Namespace, c.Ref), r.writers(key.Namespace, c.Ref)
+			owners, by = append(owners, owner), append(by, who)
+			why = append(why, describe(key.Namespace, c.Ref)+fromSealed(key.Namespace, owner)+" changed (keys: "+keyList(c.Keys, ",")+")"+byWriters(who))
+			note = append(note, fmt.Sprintf("%s %s%s changed (keys: %s; %s→%s)%s", c.Ref.Kind, c.Ref.Name, fromSealed("", owner), keyList(c.Keys, ", "), c.Old, c.New, byWriters(who)))
 		}
 		if onDelete != "" {
 			// The template changed, but the workload's controller replaces
@@ -88,6 +91,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
 		r.restartedForPolicies(applied, key, p)
+		r.notifyRestart(key, p.Changes, owners, by)
 		r.trigger(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil

@@ -64,6 +64,9 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 	// A deletion is released without its done marker: another replica
 	// may handle it again, and finds its users up to date (processing is
 	// level-triggered and idempotent).
+	if err == nil {
+		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
+	}
 	if rerr := held.Release(context.WithoutCancel(ctx), err == nil && obj != nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()
 		log.Error(rerr, "Cannot release the lock of the change", "change", id)
@@ -119,7 +122,12 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	if len(keys) > 0 {
-		log.Info(req.String()+" changed, keys: "+strings.Join(keys, ","), "object", req.String(), "keys", keys)
+		msg := req.String() + " changed, keys: " + strings.Join(keys, ",")
+		by := r.writers(req.Namespace, refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name})
+		if len(by) > 0 {
+			msg += "," + byWriters(by)
+		}
+		log.Info(msg, "object", req.String(), "keys", keys, "changedBy", by)
 	} else {
 		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users))
 	}

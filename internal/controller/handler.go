@@ -27,6 +27,8 @@ type configHandler struct {
 	log      logr.Logger
 	debounce *debouncer
 	guards   *guards
+	// changedBy, when set, is told who made each change.
+	changedBy *changedBy
 	// policies may hold the changes of an object longer (coalesce).
 	policies *Policies
 }
@@ -46,6 +48,7 @@ func (h *configHandler) create(_ context.Context, e event.TypedCreateEvent[clien
 	if e.IsInInitialList {
 		return
 	}
+	h.record(nil, e.Object)
 	h.debounce.AddHeld(h.request(e.Object), q, h.policies.coalesce(h.kind, e.Object))
 }
 
@@ -64,7 +67,15 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)
 		return
 	}
+	h.record(e.ObjectOld, e.ObjectNew)
 	h.debounce.AddHeld(h.request(e.ObjectNew), q, h.policies.coalesce(h.kind, e.ObjectNew))
+}
+
+// record tells changedBy who made the change from old (nil: none) to cur.
+func (h *configHandler) record(old, cur client.Object) {
+	if h.changedBy != nil {
+		h.changedBy.add(changeID(string(h.kind), cur.GetNamespace(), cur.GetName()), old, cur)
+	}
 }
 
 // delete restarts nothing unless ReloadOnDelete: running pods keep the

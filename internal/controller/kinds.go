@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,23 +19,40 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// optionalKinds watches the optional workload kinds (custom resources such
-// as Argo's Rollout) only while the API server serves them, without a
-// restart of watcher. Every interval it asks the discovery API whether each
-// optional kind is served:
+// optionalAPI is something watched only while the API server serves its
+// resource: an optional workload kind (Argo's Rollout) or SealedSecrets.
+type optionalAPI interface {
+	// Name names it in logs: "Rollout", "SealedSecret".
+	Name() string
+	// APIVersion and Resource are the group version and the resource
+	// (plural, lower case) looked up in discovery.
+	APIVersion() string
+	Resource() string
+	// Enabled tells whether it is watched.
+	Enabled() bool
+	// Enable starts watching it; Disable stops and forgets it.
+	Enable(ctx context.Context) error
+	Disable()
+}
+
+// optionalKinds watches the optional APIs (custom resources such as Argo's
+// Rollout or Bitnami's SealedSecret) only while the API server serves
+// them, without a restart of watcher. Every interval it asks the discovery
+// API whether each one is served:
 //
 //	served  enabled  action
-//	yes     no       the store starts the kind's informers; each becomes a
-//	                 source of the controller (Watch works after start)
-//	no      yes      the store stops them and forgets the kind's objects
+//	yes     no       Enable: for a workload kind, the store starts the
+//	                 kind's informers and each becomes a source of the
+//	                 controller (Watch works after start)
+//	no      yes      Disable: the informers stop and their objects are
+//	                 forgotten
 //	unknown any      nothing (a failed discovery call changes nothing)
 //
 // It runs on every replica, like the store, so that a standby's caches are
 // as warm as the leader's.
 type optionalKinds struct {
-	store     *store.Store
+	apis      []optionalAPI
 	discovery discovery.DiscoveryInterface
-	watch     func(source.TypedSource[Request]) error
 	interval  time.Duration
 	log       logr.Logger
 }
@@ -48,58 +66,73 @@ func (o *optionalKinds) Start(ctx context.Context) error {
 	return nil
 }
 
-// check enables the optional kinds that are served and disables those
+// check enables the optional APIs that are served and disables those
 // that are not.
 func (o *optionalKinds) check(ctx context.Context) {
-	for _, k := range workload.Kinds {
-		if !k.Optional {
-			continue
-		}
-		served, known := o.served(k)
+	for _, a := range o.apis {
+		served, known := o.served(a)
 		switch {
 		case !known:
-		case served && !o.store.Enabled(k):
-			o.enable(ctx, k)
-		case !served && o.store.Enabled(k):
-			o.store.Disable(k)
-			o.log.Info("Kind no longer served; stopped watching it", "kind", k.Name(), "apiVersion", k.APIVersion())
+		case served && !a.Enabled():
+			if err := a.Enable(ctx); err != nil {
+				o.log.Error(err, "Cannot watch kind", "kind", a.Name())
+				continue
+			}
+			o.log.Info("Kind served; watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
+		case !served && a.Enabled():
+			a.Disable()
+			o.log.Info("Kind no longer served; stopped watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
 		}
 	}
 }
 
-func (o *optionalKinds) enable(ctx context.Context, k workload.Kind) {
-	infs, err := o.store.Enable(ctx, k)
-	if err != nil {
-		o.log.Error(err, "Cannot watch kind", "kind", k.Name())
-		return
-	}
-	for _, inf := range infs {
-		if err := o.watch(&optionalSource{inf: inf, TypedInformer: source.TypedInformer[client.Object, Request]{
-			Informer: inf, Handler: workloadHandler(k.Name()), Predicates: []predicate.TypedPredicate[client.Object]{workloadChanged()},
-		}}); err != nil {
-			o.log.Error(err, "Cannot watch kind", "kind", k.Name())
-		}
-	}
-	o.log.Info("Kind served; watching it", "kind", k.Name(), "apiVersion", k.APIVersion())
-}
-
-// served tells whether the API server serves k; known is false when
+// served tells whether the API server serves a; known is false when
 // discovery failed for another reason than the group version's absence.
-func (o *optionalKinds) served(k workload.Kind) (served, known bool) {
-	list, err := o.discovery.ServerResourcesForGroupVersion(k.APIVersion())
+func (o *optionalKinds) served(a optionalAPI) (served, known bool) {
+	list, err := o.discovery.ServerResourcesForGroupVersion(a.APIVersion())
 	if apierrors.IsNotFound(err) {
 		return false, true
 	}
 	if err != nil {
-		o.log.V(1).Info("Cannot tell whether kind is served", "kind", k.Name(), "error", err.Error())
+		o.log.V(1).Info("Cannot tell whether kind is served", "kind", a.Name(), "error", err.Error())
 		return false, false
 	}
 	for _, r := range list.APIResources {
-		if r.Name == k.Resource {
+		if r.Name == a.Resource() {
 			return true, true
 		}
 	}
 	return false, true
+}
+
+// optionalWorkload is an optional workload kind, kept in the store; its
+// informers become sources of the controller.
+type optionalWorkload struct {
+	kind  workload.Kind
+	store *store.Store
+	watch func(source.TypedSource[Request]) error
+}
+
+func (w *optionalWorkload) Name() string       { return w.kind.Name() }
+func (w *optionalWorkload) APIVersion() string { return w.kind.APIVersion() }
+func (w *optionalWorkload) Resource() string   { return w.kind.Resource }
+func (w *optionalWorkload) Enabled() bool      { return w.store.Enabled(w.kind) }
+func (w *optionalWorkload) Disable()           { w.store.Disable(w.kind) }
+
+// Enable starts the kind's informers in the store and makes each a source
+// of the controller.
+func (w *optionalWorkload) Enable(ctx context.Context) error {
+	infs, err := w.store.Enable(ctx, w.kind)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, inf := range infs {
+		errs = append(errs, w.watch(&optionalSource{inf: inf, TypedInformer: source.TypedInformer[client.Object, Request]{
+			Informer: inf, Handler: workloadHandler(w.kind.Name()), Predicates: []predicate.TypedPredicate[client.Object]{workloadChanged()},
+		}}))
+	}
+	return errors.Join(errs...)
 }
 
 // optionalSource is the source of an optional kind's informer. Unlike

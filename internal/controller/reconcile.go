@@ -40,6 +40,8 @@ type Reconciler struct {
 	resolve  *resolve.Resolver
 	// rules say which references count (plan.Input.Rules).
 	rules plan.Chain
+	// changedBy says who made the changes not handled yet.
+	changedBy *changedBy
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
 	dry *dryRun

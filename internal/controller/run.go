@@ -66,6 +66,14 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if !ok {
 		return fmt.Errorf("unknown restart strategy %q", o.RestartStrategy)
 	}
+	alerts, alertRunnables, err := newAlerts(cfg, o, log)
+	if err != nil {
+		return err
+	}
+	sealedSecrets, err := sealedOptions(cfg, o, hasher)
+	if err != nil {
+		return err
+	}
 	lease := o.Lock == options.LockLease
 	pw, err := policy.NewWatcher(cfg, policies, st, o.Namespaces, log.WithName("policies"))
 	if err != nil {
@@ -119,7 +127,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		NeedLeaderElection: lease,
 		Locker:             locker,
 		Resolver:           resolver,
-		Guards:             guards,
+		Guards:             withAlerts(guards, alerts),
+		Alerts:             alerts,
+		SealedSecrets:      sealedSecrets,
 		Policies:           &Policies{Index: policies, Watcher: pw, Status: status},
 	})
 	if err != nil {
@@ -144,6 +154,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		mgr.AddReadyzCheck("lock", monitor.Check),
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
+	}
+	for _, r := range alertRunnables {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("set up manager: %w", err)
+		}
 	}
 	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)

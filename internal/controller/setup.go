@@ -33,12 +33,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -115,6 +117,12 @@ type Config struct {
 	// Guards hold restarts that would be a storm; the zero value holds
 	// nothing.
 	Guards GuardConfig
+	// Alerts, when set, is told of every restart (see package alert).
+	Alerts alert.Notifier
+	// SealedSecrets, when set, watches SealedSecrets while their API is
+	// served and reports their changes (see package sealed); Setup fills
+	// its Recorder, Log and Claim.
+	SealedSecrets *sealed.Options
 	// Policies are the ReloadPolicies; nil: none.
 	Policies *Policies
 }
@@ -143,6 +151,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		resolve:  cfg.Resolver,
 		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
 	}
+	r.changedBy = newChangedBy()
 	if cfg.DryRun {
 		r.dry = newDryRun()
 	}
@@ -180,6 +189,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
 		h.guards = r.guards
+		h.changedBy = r.changedBy
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
@@ -202,8 +212,20 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.KindInterval == 0 {
 		cfg.KindInterval = 2 * time.Second
 	}
+	var apis []optionalAPI
+	for _, k := range workload.Kinds {
+		if k.Optional {
+			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch})
+		}
+	}
+	if so := cfg.SealedSecrets; so != nil {
+		so.Recorder = r.Recorder
+		so.Log = mgr.GetLogger().WithName("sealedsecrets")
+		so.Claim = claimer(func() bool { return isClosed(mgr.Elected()) }, cfg.Locker, so.Log)
+		apis = append(apis, sealed.NewWatcher(*so))
+	}
 	return mgr.Add(&optionalKinds{
-		store: st, discovery: dc, watch: c.Watch, interval: cfg.KindInterval,
+		apis: apis, discovery: dc, interval: cfg.KindInterval,
 		log: mgr.GetLogger().WithName("kinds"),
 	})
 }
@@ -246,4 +268,14 @@ func workloadHandler(kind string) handler.TypedEventHandler[client.Object, Reque
 	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []Request {
 		return []Request{{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	})
+}
+
+// isClosed tells whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

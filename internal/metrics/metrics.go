@@ -75,3 +75,25 @@ var (
 func init() {
 	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, LockAcquisitions, LockBackendUp, Leader, Watched)
 }
+
+// The metrics of SealedSecrets and alerts, registered apart from the
+// others above.
+var (
+	// SealedSecretChanges counts the SealedSecret changes reported, by
+	// event: created, updated or deleted.
+	SealedSecretChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_sealedsecret_changes_total",
+		Help: "SealedSecret changes reported, by event (created, updated, deleted).",
+	}, []string{"event"})
+
+	// Alerts counts alerts, by sink and result: sent, failed (every
+	// attempt failed) or dropped (the queue was full).
+	Alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_alerts_total",
+		Help: "Alerts, by sink and result (sent, failed, dropped).",
+	}, []string{"sink", "result"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(SealedSecretChanges, Alerts)
+}

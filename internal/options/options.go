@@ -123,6 +123,9 @@ type Options struct {
 	// to fill at start-up; large clusters need more than small ones.
 	CacheSyncTimeout time.Duration
 
+	// Alert holds the alert settings (see package alert).
+	Alert Alerts
+
 	// Notes are remarks on the settings, for the log: a value read in an
 	// unusual form, settings ignored because the lock mode does not use
 	// them. They never hold a password.
@@ -208,6 +211,7 @@ func Defaults() *Options {
 		CacheSyncTimeout: 10 * time.Minute,
 		HashKeySecret:    "watcher-hash-key",
 		Lock:             LockLease,
+		Alert:            Alerts{Sink: AlertSinks[len(AlertSinks)-1]},
 		Lease:            Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
@@ -282,6 +286,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.Lease.Duration}, "lease-duration", "LEASE_DURATION", "how long standbys wait before taking over a Lease that is not renewed")
 	bind(duration{&o.Lease.RenewDeadline}, "lease-renew-deadline", "LEASE_RENEW_DEADLINE", "how long the leader keeps trying to renew before it gives up leading")
 	bind(duration{&o.Lease.RetryPeriod}, "lease-retry-period", "LEASE_RETRY_PERIOD", "how often leader-election actions are tried")
+
+	o.bindAlerts(fs, bind)
 
 	bindRedis((*stringValue)(&o.Redis.Host), "redis-host", "REDIS_HOST", "Redis host")
 	bindRedis(&redisPort{port: &o.Redis.Port}, "redis-port", "REDIS_PORT", "Redis port; the tcp://host:port form Kubernetes gives REDIS_PORT for a Service named redis is read as its port")

@@ -63,6 +63,7 @@ func defaults() *options.Options {
 		HashKeySecret:    "watcher-hash-key",
 		Lock:             "lease",
 		Lease:            options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		Alert:            options.Alerts{Sink: "webhook"},
 	}
 }
 
@@ -153,6 +154,11 @@ var settings = []struct {
 	{"PASSWORD", "redis-password", password, func(o *options.Options) { o.Redis.Password = password }},
 	{"REDIS_SOCKET_TIMEOUT", "redis-socket-timeout", "12", func(o *options.Options) { o.Redis.SocketTimeout = 12 * time.Second }},
 	{"LOCK_EXPIRATION_TIME", "lock-expiration-time", "60", func(o *options.Options) { o.LockExpiration = time.Minute }},
+	{"ALERT_SINK", "alert-sink", "Slack", func(o *options.Options) { o.Alert.Sink = "slack" }},
+	{"ALERT_WEBHOOK_URL", "alert-webhook-url", "https://hooks.example/T0/B0/x", func(o *options.Options) { o.Alert.WebhookURL = "https://hooks.example/T0/B0/x" }},
+	{"ALERT_WEBHOOK_URL_SECRET", "alert-webhook-url-secret", "watcher/alerts:url", func(o *options.Options) { o.Alert.WebhookURLSecret = "watcher/alerts:url" }},
+	{"ALERT_ADDITIONAL_INFO", "alert-additional-info", "cluster prod-1", func(o *options.Options) { o.Alert.AdditionalInfo = "cluster prod-1" }},
+	{"ALERT_WEBHOOK_PROXY", "alert-webhook-proxy", "http://proxy:3128", func(o *options.Options) { o.Alert.WebhookProxy = "http://proxy:3128" }},
 }
 
 func TestParseSetting(t *testing.T) {
@@ -400,6 +406,9 @@ func TestHelp(t *testing.T) {
 		}
 		flags := map[string]string{"kubeconfig": "KUBECONFIG",
 			"redis-sentinel-master": "REDIS_SENTINEL_MASTER", "redis-sentinel-addrs": "REDIS_SENTINEL_ADDRS"}
+		for flag, envName := range alertSwitches { // valid only with a URL: see TestAlertSettings
+			flags[flag] = envName
+		}
 		for _, s := range settings {
 			flags[s.flag] = s.env
 		}

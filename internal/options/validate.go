@@ -83,6 +83,7 @@ func (o *Options) validate() []error {
 		p.add("cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "want a duration greater than 0, such as 10m")
 	}
 	p = append(p, o.validateStorms()...)
+	o.validateAlerts(&p)
 	return p
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -139,7 +140,7 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 		if err := s.add(string(refs.ConfigMap), ns, cm, configs); err != nil {
 			return nil, err
 		}
-		if err := s.add(string(refs.Secret), ns, sec, configs); err != nil {
+		if err := s.add(string(refs.Secret), ns, sec, sealed.KeepOwner(configs)); err != nil {
 			return nil, err
 		}
 	}

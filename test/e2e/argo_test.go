@@ -60,7 +60,7 @@ func TestArgoRollouts(t *testing.T) {
 	waitLog(t, w, "restarted Deployment "+ns+"/base because ConfigMap "+ns+"/cfg changed (keys: a)")
 	time.Sleep(2 * time.Second)
 	for _, r := range []string{"own", "by-ref"} {
-		NewWithT(t).Expect(replicaSets(t, ns, r)).To(HaveLen(2), "Rollout %s rolled once", r)
+		NewWithT(t).Expect(rolloutReplicaSets(t, ns, r)).To(HaveLen(2), "Rollout %s rolled once", r)
 	}
 	NewWithT(t).Expect(get(t, byRef).GetAnnotations()).NotTo(HaveKey(plan.RecordAnnotation), "the workloadRef Rollout is not written")
 }
@@ -153,8 +153,8 @@ func template(t *testing.T, name string) map[string]any {
 	return m
 }
 
-// replicaSets returns the ReplicaSets the Rollout name owns.
-func replicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
+// rolloutReplicaSets returns the ReplicaSets the Rollout name owns.
+func rolloutReplicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
 	t.Helper()
 	var all appsv1.ReplicaSetList
 	if err := k8s.List(ctx, &all, client.InNamespace(ns)); err != nil {
@@ -181,7 +181,7 @@ func waitRolledOut(t *testing.T, ns, name string, n int) {
 		phase, _, _ := unstructured.NestedString(ro.Object, "status", "phase")
 		g.Expect(phase).To(Equal("Healthy"), "Rollout %s phase", name)
 		hash, _, _ := unstructured.NestedString(ro.Object, "status", "currentPodHash")
-		g.Expect(replicaSets(t, ns, name)).To(HaveLen(n))
+		g.Expect(rolloutReplicaSets(t, ns, name)).To(HaveLen(n))
 		var pods corev1.PodList
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": hash})).To(Succeed())
 		ready := 0

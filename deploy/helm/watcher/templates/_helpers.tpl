@@ -101,6 +101,11 @@ Secret, and no Pod is ever created. */}}
   resources: [rollouts]
   verbs: [get, list, watch, patch]
 {{- end }}
+{{- if .Values.rbac.sealedSecrets }}
+- apiGroups: [bitnami.com]
+  resources: [sealedsecrets]
+  verbs: [get, list, watch]
+{{- end }}
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
@@ -139,6 +144,15 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "MAX_CONCURRENT_ROLLOUTS" .Values.safety.maxConcurrentRollouts) }}
 {{- include "watcher.env" (list "ROLLOUT_TIMEOUT" .Values.safety.rolloutTimeout) }}
 {{- include "watcher.env" (list "ON_FAILED_ROLLOUT" .Values.safety.onFailedRollout) }}
+{{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
+{{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
+{{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
+{{- include "watcher.env" (list "ALERT_ON_FAILED_ROLLOUT" .Values.alerts.onFailedRollout) }}
+{{- include "watcher.env" (list "ALERT_SINK" .Values.alerts.sink) }}
+{{- include "watcher.env" (list "ALERT_ADDITIONAL_INFO" .Values.alerts.additionalInfo) }}
+{{- include "watcher.env" (list "ALERT_WEBHOOK_URL" .Values.alerts.webhookURL) }}
+{{- include "watcher.env" (list "ALERT_WEBHOOK_URL_SECRET" .Values.alerts.webhookURLSecret) }}
+{{- include "watcher.env" (list "ALERT_WEBHOOK_PROXY" .Values.alerts.webhookProxy) }}
 {{- include "watcher.env" (list "LOCK_BACKEND" .Values.lock.mode) }}
 {{- include "watcher.env" (list "HASH_KEY_SECRET" (include "watcher.hashKeySecret" .)) }}
 {{- if eq .Values.lock.mode "lease" }}

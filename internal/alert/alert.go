@@ -1,0 +1,164 @@
+// Package alert sends a message to a chat or a webhook when watcher
+// restarts a workload and, each switched on apart, when a restart is held,
+// a ConfigMap or Secret flaps or a rollout fails. The settings are
+// Reloader's (ALERT_ON_RELOAD, ALERT_SINK, ALERT_WEBHOOK_URL,
+// ALERT_ADDITIONAL_INFO, ALERT_WEBHOOK_PROXY), so that a deployment of
+// Reloader keeps its alerts.
+//
+// Each sink gets the message in its service's own format:
+//
+//	sink     body
+//	slack    Slack incoming webhook: text (the fallback) and blocks
+//	teams    Microsoft Teams connector: a MessageCard with facts
+//	gchat    Google Chat incoming webhook: text
+//	webhook  plain JSON: the Alert's fields (Reloader sends plain text)
+//
+// An alert names the workload, the ConfigMaps and Secrets that changed,
+// their changed keys, the SealedSecret a Secret came from and who changed
+// it (the field managers): never a value.
+//
+// Sending is asynchronous and never delays a restart: Notify puts the
+// alert in a bounded queue and returns; when the queue is full the alert is
+// dropped. One worker sends, retrying a failed send a few times with
+// backoff. Every alert ends counted in watcher_alerts_total{sink,result} as
+// sent, failed or dropped, and failures are logged, without the URL (a
+// Slack or Teams webhook URL is a credential).
+package alert
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/watcher-dev/watcher/internal/attribution"
+)
+
+// The events an alert is about.
+const (
+	// Restart: a workload was restarted.
+	Restart = "restart"
+	// Held: a restart was held back (a restart budget, a flapping source,
+	// a wave, a failed rollout, a time window).
+	Held = "held"
+	// Flapping: a ConfigMap or Secret changes too often; the restarts of
+	// its users are held.
+	Flapping = "flapping"
+	// FailedRollout: a rollout watcher started did not finish in time.
+	FailedRollout = "failed-rollout"
+)
+
+// Events are the events, in the order of their switches.
+var Events = []string{Restart, Held, Flapping, FailedRollout}
+
+// Notifier takes alerts. Notify never blocks and never fails: what cannot
+// be sent is logged and counted by the notifier.
+type Notifier interface {
+	Notify(Alert)
+}
+
+// Alert is one notification.
+type Alert struct {
+	// Event is Restart, Held, Flapping or FailedRollout.
+	Event string `json:"event"`
+	// Workload is the workload concerned, if any (none for Flapping).
+	Workload *Object `json:"workload,omitempty"`
+	// Sources are the ConfigMaps and Secrets whose change it is about.
+	Sources []Source `json:"sources,omitempty"`
+	// Reason says why, for Held (budget, flapping, wave, failed-rollout,
+	// window) and FailedRollout; Detail says more, in words.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Object names an object.
+type Object struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// String returns "Kind namespace/name".
+func (o Object) String() string { return o.Kind + " " + o.Namespace + "/" + o.Name }
+
+// Source is a changed ConfigMap or Secret.
+type Source struct {
+	Object
+	// Keys are the keys whose value changed: names only.
+	Keys []string `json:"keys,omitempty"`
+	// SealedSecret is the SealedSecret a Secret was made from, if any.
+	SealedSecret string `json:"sealedSecret,omitempty"`
+	// ChangedBy are the field managers that changed its data.
+	ChangedBy []string `json:"changedBy,omitempty"`
+}
+
+// describe says what changed of s: "Secret shop/db (from SealedSecret
+// shop/db) changed (keys: password) by kubectl-edit", with mark around
+// the object's name (the sink's bold).
+func (s Source) describe(mark string) string {
+	b := s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
+	if s.SealedSecret != "" {
+		b += " (from SealedSecret " + s.Namespace + "/" + s.SealedSecret + ")"
+	}
+	b += " changed"
+	if len(s.Keys) > 0 {
+		b += " (keys: " + strings.Join(s.Keys, ", ") + ")"
+	}
+	if len(s.ChangedBy) > 0 {
+		b += " by " + attribution.Join(s.ChangedBy)
+	}
+	return b
+}
+
+// Title is the alert's headline, with mark around names (the sink's
+// bold, "*" for Slack and Google Chat, "**" for Teams).
+func (a Alert) Title(mark string) string {
+	w := ""
+	if a.Workload != nil {
+		w = a.Workload.Kind + " " + mark + a.Workload.Namespace + "/" + a.Workload.Name + mark
+	}
+	reason := ""
+	if a.Reason != "" {
+		reason = " (" + a.Reason + ")"
+	}
+	switch a.Event {
+	case Restart:
+		return "watcher restarted " + w
+	case Held:
+		return "watcher held the restart of " + w + reason
+	case Flapping:
+		what := "a source"
+		if len(a.Sources) > 0 {
+			s := a.Sources[0]
+			what = s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
+		}
+		return "watcher: " + what + " is flapping; restarts of its users are held"
+	case FailedRollout:
+		return "watcher: the rollout of " + w + " failed" + reason
+	}
+	return fmt.Sprintf("watcher: %s %s", a.Event, w)
+}
+
+// Lines are the alert's details, one per source, then Detail.
+func (a Alert) Lines(mark string) []string {
+	var out []string
+	for _, s := range a.Sources {
+		out = append(out, s.describe(mark))
+	}
+	if a.Detail != "" {
+		out = append(out, a.Detail)
+	}
+	return out
+}
+
+// Text is the whole alert as one text: the title, "because" and the
+// lines.
+func (a Alert) Text(mark string) string {
+	t := a.Title(mark)
+	if l := a.Lines(mark); len(l) > 0 {
+		sep := ": "
+		if a.Event == Restart {
+			sep = " because "
+		}
+		t += sep + strings.Join(l, "; ")
+	}
+	return t
+}

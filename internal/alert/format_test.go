@@ -1,0 +1,87 @@
+package alert_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/watcher-dev/watcher/internal/alert"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+// alerts are the cases of the golden files.
+var alerts = map[string]alert.Alert{
+	"restart": {
+		Event:    alert.Restart,
+		Workload: &alert.Object{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Sources: []alert.Source{
+			{Object: alert.Object{Kind: "Secret", Namespace: "shop", Name: "db"}, Keys: []string{"password"}, SealedSecret: "db", ChangedBy: []string{"sealed-secrets-controller"}},
+			{Object: alert.Object{Kind: "ConfigMap", Namespace: "shop", Name: "web-config"}, Keys: []string{"LOG_LEVEL", "a<b>&c"}, ChangedBy: []string{"kubectl-edit", "helm"}},
+		},
+	},
+	"held": {
+		Event:    alert.Held,
+		Workload: &alert.Object{Kind: "StatefulSet", Namespace: "shop", Name: "db"},
+		Sources:  []alert.Source{{Object: alert.Object{Kind: "ConfigMap", Namespace: "shop", Name: "db-config"}, Keys: []string{"max_connections"}}},
+		Reason:   "budget",
+		Detail:   "3 restarts in the last 10m; the next is allowed in 4m",
+	},
+	"flapping": {
+		Event:   alert.Flapping,
+		Sources: []alert.Source{{Object: alert.Object{Kind: "Secret", Namespace: "shop", Name: "token"}, ChangedBy: []string{"external-secrets"}}},
+		Detail:  "changed 12 times in 5m",
+	},
+	"failed-rollout": {
+		Event:    alert.FailedRollout,
+		Workload: &alert.Object{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Reason:   "timeout",
+		Detail:   "not done 10m after the restart",
+	},
+}
+
+// TestFormat compares each sink's body for each case with its golden file
+// (go test ./internal/alert -update rewrites them), and checks that every
+// body is valid JSON.
+func TestFormat(t *testing.T) {
+	for _, sink := range alert.Sinks {
+		for name, a := range alerts {
+			for _, info := range []string{"", "cluster prod-1"} {
+				file := sink + "-" + name
+				if info != "" {
+					file += "-info"
+				}
+				t.Run(file, func(t *testing.T) {
+					got, err := alert.Format(sink, a, info)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !json.Valid(got) {
+						t.Fatalf("not JSON: %s", got)
+					}
+					path := filepath.Join("testdata", file+".json")
+					if *update {
+						if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					want, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatalf("%v (run go test ./internal/alert -update)", err)
+					}
+					if diff := cmp.Diff(strings.TrimSpace(string(want)), string(got)); diff != "" {
+						t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+					}
+				})
+			}
+		}
+	}
+	if _, err := alert.Format("pagerduty", alerts["restart"], ""); err == nil {
+		t.Errorf("an unknown sink formats")
+	}
+}

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/sealed"
+)
+
+// newAlerts returns the alert sender the options ask for, nil if no alert
+// is switched on, and the runnables to add to the manager: the sender and,
+// with --alert-webhook-url-secret, the watch of the URL's Secret.
+func newAlerts(cfg *rest.Config, o *options.Options, log logr.Logger) (alert.Notifier, []manager.Runnable, error) {
+	a := o.Alert
+	if !a.Any() {
+		return nil, nil, nil
+	}
+	var on []string
+	for i, b := range []bool{a.OnReload, a.OnHeld, a.OnFlapping, a.OnFailedRollout} {
+		if b {
+			on = append(on, alert.Events[i])
+		}
+	}
+	log = log.WithName("alerts")
+	s, err := alert.NewSender(alert.Config{
+		Sink: a.Sink, URL: a.WebhookURL, Proxy: a.WebhookProxy, AdditionalInfo: a.AdditionalInfo, On: on, Log: log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	run := []manager.Runnable{s}
+	if a.WebhookURLSecret != "" {
+		ref, err := alert.ParseSecretRef(a.WebhookURLSecret)
+		if err != nil {
+			return nil, nil, fmt.Errorf("invalid --alert-webhook-url-secret: %w", err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("create client: %w", err)
+		}
+		run = append(run, &alert.URLFromSecret{Client: cs, Ref: ref, Sender: s, Log: log})
+	}
+	log.Info("Alerts on", "sink", a.Sink, "events", on)
+	return s, run, nil
+}
+
+// sealedOptions are the settings of the watch of SealedSecrets: the
+// namespaces and ignored namespaces of Secrets.
+func sealedOptions(cfg *rest.Config, o *options.Options, h *hash.Hasher) (*sealed.Options, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return &sealed.Options{Dynamic: dyn, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces, Hasher: h}, nil
+}
+
+// guardAlerts passes the restart guards' holds, flapping sources and failed
+// rollouts on to the alert sender (which sends those switched on).
+type guardAlerts struct{ n alert.Notifier }
+
+// Notify implements guard.Notifier.
+func (g guardAlerts) Notify(e guard.Event) {
+	if a, ok := alert.FromGuard(string(e.Type), e.Workload, e.Source, string(e.Reason), e.Message); ok {
+		g.n.Notify(a)
+	}
+}
+
+// withAlerts returns gc telling n of the guards' events, when n is set.
+func withAlerts(gc GuardConfig, n alert.Notifier) GuardConfig {
+	if n != nil {
+		gc.Notifier = guardAlerts{n}
+	}
+	return gc
+}
