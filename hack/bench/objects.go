@@ -40,9 +40,19 @@ func payload(size, version int) []byte {
 	return b[:size]
 }
 
+// helmLabels are the labels a Helm chart puts on every object it makes:
+// watcher keeps objects' labels (for the selectors of ReloadPolicies), so
+// the memory measured includes a realistic set.
+func helmLabels(name string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "bench",
+		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "bench-1.0.0",
+	}
+}
+
 // newConfig returns a Secret or a ConfigMap holding payload(size, 0).
 func newConfig(secret bool, name string, size int) runtime.Object {
-	meta := metav1.ObjectMeta{Name: name, Namespace: namespace}
+	meta := metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: helmLabels(name)}
 	if secret {
 		return &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{dataKey: payload(size, 0)}}
 	}
@@ -96,7 +106,7 @@ func newWorkload(name string, refs []ref, offset int) *appsv1.Deployment {
 	}
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: helmLabels(name)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},

@@ -34,12 +34,16 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
 	}
-	strategy := r.strategy(ctx, obj)
-	if r.dry != nil {
+	applied, err := r.applied(obj, in.Refs)
+	if err != nil {
+		return err
+	}
+	strategy := r.strategy(ctx, obj, r.defaultStrategy(applied))
+	if d := r.dryFor(obj, applied); d != nil {
 		// Dry-run writes nothing, so it holds nothing either: the guards
 		// are not asked (a wave slot would never be freed).
 		if p.Action != plan.None {
-			r.dryApply(ctx, key, obj, p)
+			r.dryApply(ctx, d, key, obj, p)
 		}
 		return nil
 	}
@@ -50,7 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	}
 	kind, _ := workload.ByName(key.Kind)
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
-	err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
+	err = r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
 	if gated {
 		r.guards.done(ctx, key, obj, req, err)
 	}
@@ -86,17 +90,19 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
+		r.restartedForPolicies(applied, key, p)
 		r.notifyRestart(key, p.Changes, owners, by)
 		r.trigger(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
 }
 
-// strategy returns the restart strategy of obj. An unknown one on the
-// workload is reported whenever the workload is handled, like a malformed
-// opt-out, and never blocks it: the default is used.
-func (r *Reconciler) strategy(ctx context.Context, obj client.Object) restart.Strategy {
-	s, err := restart.For(obj, r.Config.Strategy)
+// strategy returns the restart strategy of obj, def when its annotation
+// names none. An unknown one on the workload is reported whenever the
+// workload is handled, like a malformed opt-out, and never blocks it: def
+// is used.
+func (r *Reconciler) strategy(ctx context.Context, obj client.Object, def restart.Strategy) restart.Strategy {
+	s, err := restart.For(obj, def)
 	if err != nil {
 		r.invalidAnnotation(ctx, obj, err)
 	}

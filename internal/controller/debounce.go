@@ -37,8 +37,12 @@ func newDebouncer(window, max time.Duration) *debouncer {
 }
 
 // Add holds req until its changes are quiet, then adds it to q.
-func (d *debouncer) Add(req Request, q adder) {
-	if d.window <= 0 {
+func (d *debouncer) Add(req Request, q adder) { d.AddHeld(req, q, 0) }
+
+// AddHeld is Add, holding req at least hold after its first change (a
+// ReloadPolicy's coalesce), quiet or not.
+func (d *debouncer) AddHeld(req Request, q adder, hold time.Duration) {
+	if d.window <= 0 && hold <= 0 {
 		q.Add(req)
 		return
 	}
@@ -53,6 +57,9 @@ func (d *debouncer) Add(req Request, q adder) {
 	h.due = now.Add(d.window)
 	if d.max > 0 {
 		h.due = minTime(h.due, h.first.Add(d.max))
+	}
+	if held := h.first.Add(hold); held.After(h.due) {
+		h.due = held
 	}
 	if h.timer == nil {
 		h.timer = time.AfterFunc(h.due.Sub(now), func() { d.fire(req) })

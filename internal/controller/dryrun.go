@@ -76,10 +76,11 @@ func (d *dryRun) drop(key workload.Key) {
 	delete(d.records, key)
 }
 
-// dryApply carries out p, decided for obj, in memory only: see dryRun.
-func (r *Reconciler) dryApply(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan) {
+// dryApply carries out p, decided for obj, in memory only, in d: see
+// dryRun.
+func (r *Reconciler) dryApply(ctx context.Context, d *dryRun, key workload.Key, obj client.Object, p plan.Plan) {
 	log := ctrl.LoggerFrom(ctx)
-	r.dry.set(key, p.Record) // nil for Forget
+	d.set(key, p.Record) // nil for Forget
 	if p.Action != plan.Restart {
 		log.V(1).Info("Dry run: would write the record, restarting nothing", "action", p.Action.String())
 		return

@@ -52,7 +52,7 @@ func TestDryApply(t *testing.T) {
 			key := workload.Key{Kind: kind.Name(), Namespace: "shop", Name: tt.obj.GetName()}
 			counter := metrics.WouldRestart.WithLabelValues(key.Kind)
 			before := testutil.ToFloat64(counter)
-			r.dryApply(context.Background(), key, tt.obj, tt.p)
+			r.dryApply(context.Background(), r.dry, key, tt.obj, tt.p)
 			got, ok := r.dry.record(tt.obj)
 			if !ok || !equalRecords(got, tt.wantRecord) {
 				t.Errorf("record in memory = %v, %v; want %v", got, ok, tt.wantRecord)

@@ -29,6 +29,8 @@ type configHandler struct {
 	guards   *guards
 	// changedBy, when set, is told who made each change.
 	changedBy *changedBy
+	// policies may hold the changes of an object longer (coalesce).
+	policies *Policies
 }
 
 func (h *configHandler) funcs() handler.TypedEventHandler[client.Object, Request] {
@@ -47,7 +49,7 @@ func (h *configHandler) create(_ context.Context, e event.TypedCreateEvent[clien
 		return
 	}
 	h.record(nil, e.Object)
-	h.debounce.Add(h.request(e.Object), q)
+	h.debounce.AddHeld(h.request(e.Object), q, h.policies.coalesce(h.kind, e.Object))
 }
 
 // update enqueues a data change, once the object's changes are quiet.
@@ -66,7 +68,7 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 		return
 	}
 	h.record(e.ObjectOld, e.ObjectNew)
-	h.debounce.Add(h.request(e.ObjectNew), q)
+	h.debounce.AddHeld(h.request(e.ObjectNew), q, h.policies.coalesce(h.kind, e.ObjectNew))
 }
 
 // record tells changedBy who made the change from old (nil: none) to cur.

@@ -45,6 +45,9 @@ type Reconciler struct {
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
 	dry *dryRun
+	// policyDry holds the same for the workloads a dry-run ReloadPolicy
+	// applies to (see dryFor).
+	policyDry *dryRun
 	// guards hold restarts that would be a storm (see hold.go).
 	guards *guards
 }
@@ -81,6 +84,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	}
 	if cached == nil && err == nil {
 		r.dry.drop(key) // deleted
+		r.policyDry.drop(key)
 	}
 	if err != nil || cached == nil {
 		return plan.Plan{}, err
@@ -164,9 +168,14 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 	if err != nil {
 		return plan.Input{}, err
 	}
+	applied, err := r.applied(obj, uses)
+	if err != nil {
+		return plan.Input{}, err
+	}
 	in := plan.Input{
 		Rules:           r.rules,
 		Annotations:     optin.Of(obj),
+		Policies:        applied.Named,
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},
 		RestartOnCreate: r.Config.RestartOnCreate,
@@ -194,7 +203,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 			in.Recorded = nil
 		}
 	}
-	if rec, ok := r.dry.record(obj); ok {
+	if rec, ok := r.dryFor(obj, applied).record(obj); ok {
 		in.Recorded = rec // what watcher would have written
 	}
 	for _, ref := range in.Refs {

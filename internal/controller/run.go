@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -43,11 +45,13 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	}
 	// The store's index and the reconciler find references alike, and as
 	// the graph and explain commands do.
+	policies := policy.NewIndex()
 	resolver := resolve.Standard(resolve.Settings{
+		Sources:                   []resolve.Source{policy.References{Index: policies}},
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 	})
-	st, err := newStore(cfg, o, hasher, resolver, log.WithName("store"))
+	st, err := newStore(cfg, o, hasher, resolver, policy.References{Index: policies}.Annotate, log.WithName("store"))
 	if err != nil {
 		return err
 	}
@@ -71,6 +75,17 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		return err
 	}
 	lease := o.Lock == options.LockLease
+	pw, err := policy.NewWatcher(cfg, policies, st, o.Namespaces, log.WithName("policies"))
+	if err != nil {
+		return err
+	}
+	status, err := policy.NewStatusWriter(cfg, pw, lease, log.WithName("policy-status"))
+	if err != nil {
+		return err
+	}
+	// Maintenance windows are the first gate of the hold seam.
+	guards := guardConfig(o)
+	guards.Gates = append(guards.Gates, policy.WindowGate{Index: policies, Store: st, Status: status})
 	metricsAddr, err := pickPort(o.MetricsAddr)
 	if err != nil {
 		return err
@@ -112,9 +127,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		NeedLeaderElection: lease,
 		Locker:             locker,
 		Resolver:           resolver,
-		Guards:             withAlerts(guardConfig(o), alerts),
+		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
 		SealedSecrets:      sealedSecrets,
+		Policies:           &Policies{Index: policies, Watcher: pw, Status: status},
 	})
 	if err != nil {
 		return err
@@ -122,6 +138,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	monitor := &lockMonitor{locker: locker, interval: 2 * time.Second, log: log}
 	if err := errors.Join(
 		mgr.Add(st),
+		mgr.Add(pw),
+		mgr.Add(status),
 		mgr.Add(guard),
 		mgr.Add(monitor),
 		mgr.Add(leaderGauge{needLeader: lease}),
@@ -148,7 +166,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 
 // newStore creates the informers of ConfigMaps, Secrets and workloads. They
 // read with protobuf, which decodes faster and with less garbage than JSON.
-func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.Resolver, log logr.Logger) (*store.Store, error) {
+func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.Resolver, annotate func(*metav1.PartialObjectMetadata), log logr.Logger) (*store.Store, error) {
 	// Custom resources are served as JSON only.
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -171,6 +189,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Log:                       log,
 		Refs:                      r.Refs,
 		Wildcards:                 r.Wildcards,
+		Annotate:                  annotate,
 		Dynamic:                   dyn,
 		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),

@@ -123,6 +123,8 @@ type Config struct {
 	// served and reports their changes (see package sealed); Setup fills
 	// its Recorder, Log and Claim.
 	SealedSecrets *sealed.Options
+	// Policies are the ReloadPolicies; nil: none.
+	Policies *Policies
 }
 
 // Setup registers the controller with mgr. Its sources are the informers of
@@ -153,6 +155,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.DryRun {
 		r.dry = newDryRun()
 	}
+	if cfg.Policies != nil {
+		r.policyDry = newDryRun()
+	}
 	r.guards = newGuards(cfg.Guards, st, r.Recorder)
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
@@ -181,7 +186,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
 		h.guards = r.guards
 		h.changedBy = r.changedBy
@@ -190,6 +195,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}
 	}
 	b = b.WatchesRawSource(r.guards.source())
+	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
+		b = b.WatchesRawSource(policySource{p: cfg.Policies})
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := plan.Record{"ConfigMap/cfg": nil}
-	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj))
+	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, r.Config.Strategy))
 	if err := apiServer.Patch(context.Background(), obj, client.RawPatch(pt, patch)); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/slim"
 )
 
 const (
@@ -41,6 +42,7 @@ func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObj
 	}
 	sort.Strings(pairs)
 	a[hash.KeysAnnotation] = strings.Join(pairs, ",")
+	a[slim.LabelsAnnotation] = "app=web"
 	for k, v := range keep {
 		a[k] = v
 	}

@@ -86,13 +86,17 @@ type Options struct {
 //	                              object (optin.Excluded)
 //	auto-disabled        drop     the workload's auto annotations are off for
 //	                              the reference's kind (optin.AutoFor), no
-//	                              reload list of the workload names it, and
-//	                              it is not found by search/match
-//	                              (optin.Searched)
+//	                              reload list of the workload names it, it
+//	                              is not found by search/match
+//	                              (optin.Searched), and no ReloadPolicy
+//	                              applying to the workload names it
+//	                              (Input.Policies)
 //	not-opted-in         drop     Discovery is annotated, the auto annotations
 //	                              are not on for the reference's kind, no
-//	                              reload list of the workload names it, and
-//	                              it is not found by search/match
+//	                              reload list of the workload names it, it
+//	                              is not found by search/match, and no
+//	                              ReloadPolicy applying to the workload names
+//	                              it
 //	config-opted-out     ignore   the object's OptOutAnnotation is false
 //	config-ignored       ignore   the object's reloader.stakater.com/ignore
 //	                              is true
@@ -133,10 +137,12 @@ func (o Options) notOptedIn(in Input, ref refs.Ref, cfg Config) bool {
 		optin.AutoFor(in.Annotations, ref.Kind) != optin.On && !chosen(in, ref, cfg)
 }
 
-// chosen tells whether the workload chose the object one by one: a reload
-// list names it, or the workload searches and the object matches.
+// chosen tells whether the object was chosen for the workload one by one:
+// a reload list names it, the workload searches and the object matches, or
+// a ReloadPolicy that applies to the workload names it.
 func chosen(in Input, ref refs.Ref, cfg Config) bool {
-	return optin.Named(in.Annotations, ref.Kind, ref.Name) || optin.Searched(in.Annotations, cfg.Annotations)
+	return optin.Named(in.Annotations, ref.Kind, ref.Name) || optin.Searched(in.Annotations, cfg.Annotations) ||
+		in.Policies[ref.ID()]
 }
 
 // configOptedOut: an object that opts out restarts nothing when it changes.

@@ -76,6 +76,10 @@ type Input struct {
 	Rules Chain
 	// Annotations are the workload's, for the rules.
 	Annotations map[string]string
+	// Policies holds the ID (refs.Ref.ID) of each reference that a
+	// ReloadPolicy applying to the workload names (policy.Applied.Named),
+	// for the rules: being a policy's target opts in.
+	Policies map[string]bool
 	// Refs are the objects the workload's pod template uses.
 	Refs []refs.Ref
 	// Recorded is the workload's record; nil if it has none.

@@ -11,7 +11,8 @@
 //	reload      the objects the workload's reload lists name (Annotations):
 //	  lists     exact names, and every object of the namespace a pattern
 //	            entry matches
-//	(to come)   ReloadPolicies that select the workload
+//	policies    the sources of the ReloadPolicies that target the
+//	            workload (package policy)
 //
 // A Source names objects (Refs), and may also match them (a Matcher): a
 // Match is a reference to every object of a kind in the workload's
@@ -25,6 +26,11 @@
 //	reference                                   kept?
 //	into a namespace whose kind is ignored      no (IGNORE_*_NAMESPACES)
 //	anything else                               yes
+//
+// A Source may also narrow (a Narrower) the references Resolve found: a
+// policy source that lists keys makes only those keys of its object count.
+// Narrowing changes keys, never which objects are referenced, so the
+// store's index (Refs, Wildcards) needs none.
 //
 // Every source is pure and reads only the workload it is given: a source
 // whose inputs change on their own (a policy) must re-index the workloads
@@ -68,6 +74,14 @@ type Match struct {
 	// Ref is the reference made to each accepted object: its Kind and
 	// Name are set from the object.
 	Ref refs.Ref
+}
+
+// Narrower is a Source that also narrows the references Resolve finds.
+type Narrower interface {
+	Source
+	// Narrow returns uses, the references of obj that count, with those
+	// it narrows replaced; configs holds the objects of obj's namespace.
+	Narrow(obj client.Object, uses []refs.Ref, configs Configs) ([]refs.Ref, error)
 }
 
 // Configs lists the ConfigMaps or Secrets of a namespace, as the store
@@ -156,8 +170,32 @@ func (r *Resolver) Wildcards(obj client.Object) []refs.Kind {
 }
 
 // Resolve returns the references of obj that count, as Refs does, and the
-// objects among configs its matches accept, sorted, one per object.
+// objects among configs its matches accept, sorted, one per object, as the
+// Narrowers narrow them.
 func (r *Resolver) Resolve(obj client.Object, configs Configs) ([]refs.Ref, error) {
+	uses, err := r.resolve(obj, configs)
+	if err != nil {
+		return nil, err
+	}
+	return r.narrow(obj, uses, configs)
+}
+
+// narrow returns uses as the Narrowers narrow them.
+func (r *Resolver) narrow(obj client.Object, uses []refs.Ref, configs Configs) ([]refs.Ref, error) {
+	var err error
+	for _, s := range r.sources {
+		if n, ok := s.(Narrower); ok {
+			if uses, err = n.Narrow(obj, uses, configs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return uses, nil
+}
+
+// resolve returns the references of obj that count and the objects among
+// configs its matches accept.
+func (r *Resolver) resolve(obj client.Object, configs Configs) ([]refs.Ref, error) {
 	named, err := r.Refs(obj)
 	if err != nil || workload.Delegates(obj) {
 		return named, err

@@ -14,6 +14,10 @@ import (
 type Settings struct {
 	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces: see Options.
 	IgnoreConfigMapNamespaces, IgnoreSecretNamespaces []string
+	// Sources are asked after watcher's own: those whose inputs live
+	// outside this package (the ReloadPolicies' references, package
+	// policy).
+	Sources []Source
 }
 
 // Standard returns the Resolver of an installation: every source watcher
@@ -23,7 +27,7 @@ type Settings struct {
 // controller does: a source added here reaches all of them.
 func Standard(s Settings) *Resolver {
 	return New(Options{
-		Sources:                   []Source{PodSpec{}, Annotations{}},
+		Sources:                   append([]Source{PodSpec{}, Annotations{}}, s.Sources...),
 		IgnoreConfigMapNamespaces: s.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    s.IgnoreSecretNamespaces,
 	})
@@ -82,7 +86,10 @@ func (r *Resolver) Explain(obj client.Object, configs Configs) ([]Origin, error)
 			add(s.Name(), rs)
 		}
 	}
-	uses := refs.Merge(lists...)
+	uses, err := r.narrow(obj, refs.Merge(lists...), configs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Origin, 0, len(uses))
 	for _, u := range uses {
 		out = append(out, Origin{Ref: u, Sources: found[u.ID()], Ignored: r.ignored[u.Kind][obj.GetNamespace()]})

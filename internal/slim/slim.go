@@ -6,7 +6,8 @@
 //
 //	object              kept
 //	any (Meta)          name, namespace, uid, resourceVersion, generation,
-//	                    deletionTimestamp, and the annotations asked for
+//	                    deletionTimestamp, the annotations asked for, and
+//	                    the labels, as one string in LabelsAnnotation
 //	workload (Workload) the above, and in place of its spec the ConfigMaps
 //	                    and Secrets its pod template uses, as
 //	                    workload.RefsAnnotation, the names of its
@@ -19,7 +20,10 @@
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
 //
-// Labels are not kept: label selectors are applied by the API server.
+// Labels are kept for the selectors of ReloadPolicies (package policy),
+// which pick workloads, ConfigMaps and Secrets by label (read them with
+// Labels); the label selectors of watcher's options are applied by the API
+// server.
 // Every transform here is idempotent, as client-go requires.
 package slim
 
@@ -45,11 +49,17 @@ import (
 const ErrorOperation = "transform"
 
 // Meta returns the parts of m watcher reads, with only the annotations
-// named in keep.
+// named in keep, and its labels in LabelsAnnotation.
 func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	if len(m.Labels) > 0 {
+		// Room for the few annotations watcher adds (digests, references):
+		// maps grow as needed.
+		out.Annotations = make(map[string]string, 4)
+		out.Annotations[LabelsAnnotation] = EncodeLabels(m.Labels)
 	}
 	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {
@@ -123,7 +133,7 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 func objectMeta(w client.Object) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: w.GetName(), Namespace: w.GetNamespace(), UID: w.GetUID(), ResourceVersion: w.GetResourceVersion(),
-		Generation: w.GetGeneration(), DeletionTimestamp: w.GetDeletionTimestamp(), Annotations: w.GetAnnotations(),
+		Generation: w.GetGeneration(), DeletionTimestamp: w.GetDeletionTimestamp(), Labels: w.GetLabels(), Annotations: w.GetAnnotations(),
 	}
 }
 

@@ -79,6 +79,11 @@ type Options struct {
 	// Dynamic reads the optional kinds (custom resources) while their API
 	// is served (see Enable); nil: they are never watched.
 	Dynamic dynamic.Interface
+	// Annotate, when set, records on each stored workload what Refs and
+	// Wildcards read from outside the object (policies), as it stands when
+	// the workload is stored, so that the index functions always give the
+	// same answer for a stored object; Reindex calls it again.
+	Annotate func(*metav1.PartialObjectMetadata)
 }
 
 // Store is the set of informers.
@@ -104,7 +109,7 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	workloads := slim.Workload(o.Log, o.WorkloadAnnotations...)
+	workloads := annotated(slim.Workload(o.Log, o.WorkloadAnnotations...), o.Annotate)
 	s := &Store{
 		byKind:   map[string]map[string]toolscache.SharedIndexInformer{},
 		optional: map[string]context.CancelFunc{},
@@ -179,7 +184,11 @@ func refsOr(f func(client.Object) ([]refs.Ref, error)) func(client.Object) ([]re
 
 // indexers returns the indexes of the workload informers.
 func indexers(log logr.Logger, uses func(client.Object) ([]refs.Ref, error), wildcards func(client.Object) []refs.Kind) toolscache.Indexers {
-	ix := toolscache.Indexers{IndexConfigMaps: indexer(log, uses, refs.ConfigMap), IndexSecrets: indexer(log, uses, refs.Secret)}
+	ix := toolscache.Indexers{
+		IndexConfigMaps: indexer(log, uses, refs.ConfigMap), IndexSecrets: indexer(log, uses, refs.Secret),
+		// Workloads, for the label selectors of policies (Workloads).
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+	}
 	if wildcards != nil {
 		ix[IndexWildcards] = func(obj any) ([]string, error) {
 			w, ok := obj.(client.Object)

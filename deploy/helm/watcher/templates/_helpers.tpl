@@ -112,10 +112,10 @@ Secret, and no Pod is ever created. */}}
 {{- if .Values.rbac.reloadPolicies }}
 - apiGroups: [watcher.dev]
   resources: [reloadpolicies]
-  verbs: [get, list, watch]
+  verbs: [list, watch]
 - apiGroups: [watcher.dev]
   resources: [reloadpolicies/status]
-  verbs: [update, patch]
+  verbs: [patch]
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,212 @@
+// Package policy makes ReloadPolicies (api/v1alpha1) act: it keeps the
+// policies of the watched namespaces in an Index, fed by an informer that
+// runs only while the API server serves the CRD (Watcher); gives the
+// workloads they select the references the policies name (Source, a
+// resolve.Source); says what the policies that apply to a workload change
+// in how it is restarted (Applied); and reports on each policy in its
+// status (Status, StatusWriter).
+//
+// A policy applies to a workload of its namespace (never another: a target
+// has no namespace):
+//
+//	targets        applies to                   references it adds
+//	listed         each workload a target       a reference to each source
+//	               selects (kind, and name or   named (every key, or the
+//	               labels)                      keys listed), and to each
+//	                                            object a source selector
+//	                                            matches (by labels)
+//	omitted        the sources' consumers: the  none
+//	               workloads whose pod spec
+//	               uses an object a source
+//	               names or selects
+//
+// Where a policy applies, its settings do:
+//
+//	setting             effect on the workloads it applies to
+//	sources[].keys      only these keys of the object count (the reference
+//	                    is narrowed to them; keys the pods need still hold
+//	                    a restart while missing)
+//	(being applied)     the references it names count in the annotated
+//	                    discovery mode (a target opts in)
+//	strategy            the restart strategy, in place of
+//	                    --restart-strategy; the workload's own
+//	                    watcher.dev/restart-strategy annotation still wins
+//	coalesce            changes of its sources are handled once they have
+//	                    been held that long, counted from the first
+//	dryRun              nothing is written: "would restart" is logged,
+//	                    emitted as an Event and counted
+//	maintenanceWindows  a restart waits until a window is open
+//
+// When several policies apply to one workload: the first strategy set, in
+// order of policy name; dry run if any is; and a restart waits until every
+// policy that has windows has one open.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/slim"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Policy is a ReloadPolicy read for use: selectors parsed, windows parsed.
+type Policy struct {
+	Namespace, Name string
+	Generation      int64
+	Sources         []Source
+	// Targets are the workloads the policy restarts; nil: the consumers of
+	// its sources.
+	Targets []Target
+	// Strategy names a restart strategy; "" for the default.
+	Strategy string
+	// Coalesce holds the changes of the sources this long; 0: not at all.
+	Coalesce time.Duration
+	DryRun   bool
+	// Windows are the maintenance windows that parse; WindowErrs those
+	// that do not. A policy with an invalid window holds its restarts
+	// until it is fixed: it never restarts outside the windows meant.
+	Windows    Windows
+	WindowErrs []*WindowError
+	// SelectorErrs are the selectors that do not parse; such a selector
+	// selects nothing.
+	SelectorErrs []error
+}
+
+// Source is one source of a policy: an object by name, or every object of
+// the kind whose labels Selector matches.
+type Source struct {
+	Kind     refs.Kind
+	Name     string
+	Selector labels.Selector
+	// Keys are the only keys that count, sorted; nil: every key.
+	Keys []string
+}
+
+// Target is one target of a policy: a workload of Kind by name, or every
+// workload of Kind whose labels Selector matches.
+type Target struct {
+	Kind     string
+	Name     string
+	Selector labels.Selector
+}
+
+// Compile reads p. What the API server cannot check (a selector's
+// operator, a schedule, a time zone) is kept in SelectorErrs and
+// WindowErrs, for the status to report.
+func Compile(p *v1alpha1.ReloadPolicy) *Policy {
+	out := &Policy{
+		Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
+		Strategy: string(p.Spec.Strategy), DryRun: p.Spec.DryRun,
+	}
+	if p.Spec.Coalesce != nil {
+		out.Coalesce = p.Spec.Coalesce.Duration
+	}
+	for i, s := range p.Spec.Sources {
+		sel, err := selector(s.Selector)
+		if err != nil {
+			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.sources[%d].selector: %w", i, err))
+		}
+		var keys []string
+		if len(s.Keys) > 0 {
+			keys = sortedSet(s.Keys)
+		}
+		out.Sources = append(out.Sources, Source{Kind: refs.Kind(s.Kind), Name: s.Name, Selector: sel, Keys: keys})
+	}
+	for i, t := range p.Spec.Targets {
+		sel, err := selector(t.Selector)
+		if err != nil {
+			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.targets[%d].selector: %w", i, err))
+		}
+		out.Targets = append(out.Targets, Target{Kind: string(t.Kind), Name: t.Name, Selector: sel})
+	}
+	for i, w := range p.Spec.MaintenanceWindows {
+		pw, err := ParseWindow(w)
+		var we *WindowError
+		if errors.As(err, &we) {
+			we.Err = fmt.Errorf("spec.maintenanceWindows[%d]: %w", i, we.Err)
+			out.WindowErrs = append(out.WindowErrs, we)
+			continue
+		}
+		out.Windows = append(out.Windows, pw)
+	}
+	return out
+}
+
+// selector parses a label selector; nil selects nothing (a source or
+// target by name). One that does not parse selects nothing.
+func selector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return labels.Nothing(), err
+	}
+	return sel, nil
+}
+
+// Key returns "namespace/name".
+func (p *Policy) Key() string { return p.Namespace + "/" + p.Name }
+
+// Targeting tells whether p lists targets and one of them selects obj, a
+// workload.
+func (p *Policy) Targeting(obj client.Object) bool {
+	if obj.GetNamespace() != p.Namespace || p.Targets == nil {
+		return false
+	}
+	k, ok := workload.Of(obj)
+	if !ok {
+		return false
+	}
+	for _, t := range p.Targets {
+		if t.Selects(k.Name(), obj.GetName(), slim.Labels(obj)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Selects tells whether t selects the workload kind/name with labels lbls
+// (nil: none).
+func (t Target) Selects(kind, name string, lbls labels.Labels) bool {
+	if t.Kind != kind {
+		return false
+	}
+	if t.Selector == nil {
+		return t.Name == name
+	}
+	return t.Selector.Matches(orNone(lbls))
+}
+
+// Names tells whether s names the object kind/name with labels lbls (nil:
+// none).
+func (s Source) Names(kind refs.Kind, name string, lbls labels.Labels) bool {
+	if s.Kind != kind {
+		return false
+	}
+	if s.Selector == nil {
+		return s.Name == name
+	}
+	return s.Selector.Matches(orNone(lbls))
+}
+
+func orNone(l labels.Labels) labels.Labels {
+	if l == nil {
+		return labels.Set(nil)
+	}
+	return l
+}
+
+// ref returns the reference s makes to the object name: every key, or the
+// keys listed; optional, since the pod spec may not use the object.
+func (s Source) ref(name string) refs.Ref {
+	return refs.Ref{Kind: s.Kind, Name: name, AllKeys: s.Keys == nil, Keys: s.Keys, Optional: true}
+}

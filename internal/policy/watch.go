@@ -1,0 +1,324 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Resource is the API resource of ReloadPolicies.
+const Resource = "reloadpolicies"
+
+// Scheme returns a scheme that knows the watcher.dev types.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme of %s: %w", v1alpha1.GroupVersion, err)
+	}
+	return s, nil
+}
+
+// Watcher keeps Index in line with the ReloadPolicies of the watched
+// namespaces, through an informer that runs only while the API server
+// serves the CRD: it asks the discovery API every Interval, like the
+// optional workload kinds.
+//
+//	CRD served  informers  action
+//	yes         stopped    start them (policies on)
+//	no          running    stop them, forget every policy and release
+//	                       what each held (policies off)
+//	no          never ran  nothing; said once in the log
+//	unknown     any        nothing (a failed discovery call changes nothing)
+//
+// Each policy change re-indexes, in the store, the workloads the policy
+// selected before and selects after (their references change) and hands
+// them to Changed, with the policy, so that they are reconciled and the
+// policy's status written. It runs on every replica, like the store.
+type Watcher struct {
+	Index *Index
+	Store Workloads
+	// Namespaces are the watched namespaces; empty: all.
+	Namespaces []string
+	// Interval between discovery calls; 0: 2s.
+	Interval time.Duration
+	Log      logr.Logger
+
+	rest      rest.Interface
+	discovery discovery.DiscoveryInterface
+
+	mu      sync.Mutex
+	infs    []toolscache.SharedIndexInformer
+	stop    context.CancelFunc
+	checked bool // the discovery API answered once
+	said    bool // "policies are off" was logged
+	changed func(policy string, workloads []workload.Key)
+}
+
+// Workloads is what Watcher reads from the store (store.Store).
+type Workloads interface {
+	// Get returns the stored object of kind namespace/name, or nil.
+	Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error)
+	// Workloads returns the stored workloads of kind in namespace.
+	Workloads(kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	// List returns the stored ConfigMaps or Secrets of namespace.
+	List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	// UsersOf returns the workloads whose references name kind
+	// namespace/name.
+	UsersOf(kind refs.Kind, namespace, name string) ([]workload.Key, error)
+	// Reindex runs the index functions again on a stored workload.
+	Reindex(kind, namespace, name string) (bool, error)
+}
+
+// NewWatcher returns a Watcher reading with cfg.
+func NewWatcher(cfg *rest.Config, ix *Index, st Workloads, namespaces []string, log logr.Logger) (*Watcher, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &v1alpha1.GroupVersion
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("create client of %s: %w", v1alpha1.GroupVersion, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create discovery client: %w", err)
+	}
+	return &Watcher{Index: ix, Store: st, Namespaces: namespaces, Log: log, rest: rc, discovery: dc}, nil
+}
+
+// OnChange sets the function called with each changed policy
+// ("namespace/name") and the workloads it concerns. Until it is set (the
+// controller has not started: a standby) the index is kept all the same.
+func (w *Watcher) OnChange(f func(policy string, workloads []workload.Key)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changed = f
+}
+
+// NeedLeaderElection is false: see Watcher.
+func (w *Watcher) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (w *Watcher) Start(ctx context.Context) error {
+	interval := w.Interval
+	if interval == 0 {
+		interval = 2 * time.Second
+	}
+	wait.UntilWithContext(ctx, w.check, interval)
+	w.off()
+	return nil
+}
+
+// Synced tells whether the discovery API answered once and, if the CRD is
+// served, the informers have synced: the controller starts no worker
+// before, so that no workload is decided without its policies.
+func (w *Watcher) Synced() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.checked {
+		return false
+	}
+	for _, inf := range w.infs {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// On tells whether the policy informers run.
+func (w *Watcher) On() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stop != nil
+}
+
+// check starts or stops the informers as the CRD comes and goes.
+func (w *Watcher) check(ctx context.Context) {
+	served, known := w.served()
+	if !known {
+		return
+	}
+	on := w.On()
+	switch {
+	case served && !on:
+		w.on(ctx)
+		w.Log.Info("ReloadPolicy CRD served; policies on", "apiVersion", v1alpha1.GroupVersion.String())
+	case !served && on:
+		w.off()
+		w.Log.Info("ReloadPolicy CRD gone; policies off, what they held released")
+	case !served && !w.said:
+		w.Log.Info("ReloadPolicy CRD not installed; policies are off until it is", "apiVersion", v1alpha1.GroupVersion.String())
+		w.said = true
+	}
+	w.mu.Lock()
+	w.checked = true
+	w.mu.Unlock()
+}
+
+// served tells whether the API server serves ReloadPolicies; known is
+// false when discovery failed for another reason than their absence.
+func (w *Watcher) served() (served, known bool) {
+	list, err := w.discovery.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, true
+	}
+	if err != nil {
+		w.Log.V(1).Info("Cannot tell whether ReloadPolicies are served", "error", err.Error())
+		return false, false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == Resource {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// on starts one informer per watched namespace.
+func (w *Watcher) on(ctx context.Context) {
+	namespaces := w.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var infs []toolscache.SharedIndexInformer
+	for _, ns := range namespaces {
+		lw := toolscache.NewListWatchFromClient(w.rest, Resource, ns, fields.Everything())
+		inf := toolscache.NewSharedIndexInformer(lw, &v1alpha1.ReloadPolicy{}, 0, toolscache.Indexers{})
+		// Handlers run in one goroutine per informer; the index is safe
+		// for concurrent use.
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.set(obj) },
+			UpdateFunc: func(_, obj any) { w.set(obj) },
+			DeleteFunc: w.delete,
+		}); err != nil {
+			w.Log.Error(err, "Cannot watch ReloadPolicies")
+		}
+		infs = append(infs, inf)
+		go inf.RunWithContext(ctx)
+	}
+	w.mu.Lock()
+	w.infs, w.stop = infs, cancel
+	w.mu.Unlock()
+}
+
+// off stops the informers and releases every policy.
+func (w *Watcher) off() {
+	w.mu.Lock()
+	stop := w.stop
+	w.infs, w.stop = nil, nil
+	w.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	stop()
+	for _, p := range w.Index.Clear() {
+		w.apply(p, nil)
+	}
+}
+
+// Policy returns the ReloadPolicy namespace/name as the informer holds it
+// (read only), or nil.
+func (w *Watcher) Policy(namespace, name string) *v1alpha1.ReloadPolicy {
+	w.mu.Lock()
+	infs := w.infs
+	w.mu.Unlock()
+	for _, inf := range infs {
+		obj, found, err := inf.GetStore().GetByKey(namespace + "/" + name)
+		if err == nil && found {
+			if p, ok := obj.(*v1alpha1.ReloadPolicy); ok {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+func (w *Watcher) set(obj any) {
+	p, ok := obj.(*v1alpha1.ReloadPolicy)
+	if !ok {
+		return
+	}
+	next := Compile(p)
+	old := w.Index.Get(p.Namespace, p.Name)
+	if old != nil && old.Generation == next.Generation {
+		w.notify(next.Key(), nil) // a status write: nothing changes
+		return
+	}
+	w.Index.Set(next)
+	w.apply(old, next)
+}
+
+func (w *Watcher) delete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*v1alpha1.ReloadPolicy)
+	if !ok {
+		return
+	}
+	if old := w.Index.Delete(p.Namespace, p.Name); old != nil {
+		w.apply(old, nil)
+	}
+}
+
+// apply re-indexes the workloads that old selected and next selects (one
+// of them may be nil), the index already holding next, and hands them on.
+func (w *Watcher) apply(old, next *Policy) {
+	var keys []workload.Key
+	seen := map[workload.Key]bool{}
+	policy := ""
+	for _, p := range []*Policy{old, next} {
+		if p == nil {
+			continue
+		}
+		policy = p.Key()
+		sel, err := Selected(p, w.Store)
+		if err != nil {
+			w.Log.Error(err, "Cannot find the workloads of a policy", "policy", p.Key())
+		}
+		for _, k := range sel {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		if _, err := w.Store.Reindex(k.Kind, k.Namespace, k.Name); err != nil {
+			w.Log.Error(err, "Cannot index workload again", "workload", k.String())
+		}
+	}
+	w.Log.V(1).Info("Policy changed", "policy", policy, "workloads", len(keys))
+	w.notify(policy, keys)
+}
+
+func (w *Watcher) notify(policy string, keys []workload.Key) {
+	w.mu.Lock()
+	f := w.changed
+	w.mu.Unlock()
+	if f != nil {
+		f(policy, keys)
+	}
+}

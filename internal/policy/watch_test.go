@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// stubStore holds one Deployment, shop/web, and counts re-indexes.
+type stubStore struct {
+	mu        sync.Mutex
+	reindexed []string
+}
+
+func (s *stubStore) Get(kind, _, name string) (*metav1.PartialObjectMetadata, error) {
+	if kind == "Deployment" && name == "web" {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}, nil
+	}
+	return nil, nil
+}
+func (s *stubStore) Workloads(string, string) ([]*metav1.PartialObjectMetadata, error) {
+	return nil, nil
+}
+func (s *stubStore) List(refs.Kind, string) ([]*metav1.PartialObjectMetadata, error) {
+	return nil, nil
+}
+func (s *stubStore) UsersOf(refs.Kind, string, string) ([]workload.Key, error) { return nil, nil }
+func (s *stubStore) Reindex(kind, ns, name string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reindexed = append(s.reindexed, kind+" "+ns+"/"+name)
+	return true, nil
+}
+
+// TestWatcherFollowsTheCRD: without the CRD the watcher says once that
+// policies are off and is synced (the controller may start); when the CRD
+// appears it starts its informers; when it goes, it forgets every policy
+// and releases (re-indexes, hands on) the workloads they selected.
+func TestWatcherFollowsTheCRD(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	log := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{})
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	rc, err := rest.RESTClientFor(&rest.Config{Host: "http://127.0.0.1:1", APIPath: "/apis",
+		ContentConfig: rest.ContentConfig{GroupVersion: &v1alpha1.GroupVersion, NegotiatedSerializer: noSerializer()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stubStore{}
+	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, discovery: disc}
+	var changed []string
+	w.OnChange(func(p string, keys []workload.Key) {
+		for _, k := range keys {
+			changed = append(changed, p+": "+k.String())
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	off := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, l := range logged {
+			if strings.Contains(l, "policies are off") {
+				n++
+			}
+		}
+		return n
+	}
+
+	if w.Synced() {
+		t.Fatal("synced before discovery answered")
+	}
+	w.check(ctx)
+	w.check(ctx)
+	if n := off(); n != 1 || w.On() || !w.Synced() {
+		t.Fatalf("without the CRD: said %d times, on %v, synced %v", n, w.On(), w.Synced())
+	}
+
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: v1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: Resource, Namespaced: true, Kind: "ReloadPolicy"}}}}
+	w.check(ctx)
+	if !w.On() {
+		t.Fatal("the CRD is served: informers not started")
+	}
+	w.set(&v1alpha1.ReloadPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", Generation: 1}, Spec: v1alpha1.ReloadPolicySpec{
+		Sources: []v1alpha1.Source{{Kind: "ConfigMap", Name: "cm"}}, Targets: []v1alpha1.Target{{Kind: "Deployment", Name: "web"}},
+	}})
+	if len(w.Index.In("shop")) != 1 || len(changed) != 1 {
+		t.Fatalf("policy added: index %v, changed %v", w.Index.In("shop"), changed)
+	}
+
+	disc.Resources = nil
+	w.check(ctx)
+	if w.On() || len(w.Index.In("shop")) != 0 {
+		t.Fatalf("the CRD is gone: on %v, policies %v", w.On(), w.Index.In("shop"))
+	}
+	if want := "shop/p: Deployment shop/web"; len(changed) != 2 || changed[1] != want {
+		t.Errorf("released: %v, want a second %q", changed, want)
+	}
+	if len(st.reindexed) != 2 {
+		t.Errorf("re-indexed %v, want web twice (added, released)", st.reindexed)
+	}
+	if n := off(); n != 1 {
+		t.Errorf("said %d times that policies are off, want once", n)
+	}
+}
+
+func noSerializer() runtime.NegotiatedSerializer {
+	s, _ := Scheme()
+	return serializer.NewCodecFactory(s).WithoutConversion()
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// annotated returns transform followed by Options.Annotate.
+func annotated(transform toolscache.TransformFunc, annotate func(*metav1.PartialObjectMetadata)) toolscache.TransformFunc {
+	if annotate == nil {
+		return transform
+	}
+	return func(obj any) (any, error) {
+		out, err := transform(obj)
+		if m, ok := out.(*metav1.PartialObjectMetadata); ok && err == nil {
+			annotate(m)
+		}
+		return out, err
+	}
+}
+
+// Workloads returns the workloads of kind in namespace that the store
+// holds (read only), through the informer's namespace index: for the label
+// selectors of policies, work proportional to the namespace.
+func (s *Store) Workloads(kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	s.mu.RLock()
+	inf := s.informer(kind, namespace)
+	s.mu.RUnlock()
+	if inf == nil {
+		return nil, nil
+	}
+	objs, err := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list %s in %s: %w", kind, namespace, err)
+	}
+	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, o := range objs {
+		m, err := asMeta(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Reindex stores again the workload of kind namespace/name, if the store
+// holds it, with what Options.Annotate records now: the index entries of
+// the stored object are removed and those of the new one added. It is for
+// a source of references that changes on its own (a policy), and tells
+// whether the workload is there.
+//
+// Limit: client-go has no compare-and-swap; a newer version of the
+// workload that its informer stores between the read and the write here
+// is replaced by this one, which is older, until the workload's next
+// event (a window of microseconds, at a policy change).
+func (s *Store) Reindex(kind, namespace, name string) (bool, error) {
+	s.mu.RLock()
+	inf := s.informer(kind, namespace)
+	s.mu.RUnlock()
+	if inf == nil || s.opts.Annotate == nil {
+		return false, nil
+	}
+	obj, found, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !found {
+		return false, err
+	}
+	m, err := asMeta(obj)
+	if err != nil {
+		return false, err
+	}
+	m = m.DeepCopy()
+	s.opts.Annotate(m)
+	if err := inf.GetIndexer().Update(m); err != nil {
+		return true, fmt.Errorf("index %s %s/%s again: %w", kind, namespace, name, err)
+	}
+	return true, nil
+}
+
+// UsersOf returns the keys of the workloads that use the ConfigMap or
+// Secret namespace/name (see Users).
+func (s *Store) UsersOf(kind refs.Kind, namespace, name string) ([]workload.Key, error) {
+	users, err := s.Users(kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workload.Key, 0, len(users))
+	for _, u := range users {
+		out = append(out, workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name})
+	}
+	return out, nil
+}
