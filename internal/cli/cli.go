@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
 )
 
@@ -163,13 +165,15 @@ func (c *command) validate() error {
 
 // settings returns the installation's settings, built as the controller
 // builds its own.
-func (c *command) settings() (explain.Settings, error) {
+func (c *command) settings(policies *policy.Index) (explain.Settings, error) {
 	o := c.opts
 	s := explain.Settings{
 		Resolver: resolve.Standard(resolve.Settings{
 			IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 			IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
+			Sources:                   []resolve.Source{policy.References{Index: policies}},
 		}),
+		Policies:        policies,
 		Rules:           plan.NewChain(plan.Options{OptOutAnnotation: o.Annotation, Discovery: o.Discovery}),
 		RestartOnCreate: o.RestartOnCreate,
 		ReloadOnDelete:  o.ReloadOnDelete,
@@ -190,11 +194,19 @@ func (c *command) settings() (explain.Settings, error) {
 }
 
 func (c *command) run(ctx context.Context, out io.Writer) error {
-	s, err := c.settings()
+	r, err := c.reader()
 	if err != nil {
 		return err
 	}
-	r, err := c.reader()
+	ns := r.namespace
+	if c.name == cmdGraph && c.allNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	policies, err := r.policies(ctx, ns, os.Stderr)
+	if err != nil {
+		return err
+	}
+	s, err := c.settings(policies)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,12 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -44,7 +48,11 @@ func (c *command) reader() (*reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cl, err := client.New(cfg, client.Options{})
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -275,4 +283,27 @@ func (l *lister) List(kind refs.Kind, namespace string) ([]*metav1.PartialObject
 	}
 	l.lists[id] = objs
 	return objs, nil
+}
+
+// policies reads the ReloadPolicies of namespace (every namespace when
+// empty), as the controller's index holds them. A cluster without their
+// CRD has none. A reader not allowed to list them gets none, and a warning
+// on warn: the report leaves out what policies add.
+func (r *reader) policies(ctx context.Context, namespace string, warn io.Writer) (*policy.Index, error) {
+	ix := policy.NewIndex()
+	var list v1alpha1.ReloadPolicyList
+	err := r.c.List(ctx, &list, client.InNamespace(namespace))
+	switch {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return ix, nil
+	case apierrors.IsForbidden(err):
+		fmt.Fprintf(warn, "warning: not allowed to list ReloadPolicies; what they add is left out\n")
+		return ix, nil
+	case err != nil:
+		return nil, fmt.Errorf("list ReloadPolicies: %w", err)
+	}
+	for i := range list.Items {
+		ix.Set(policy.Compile(&list.Items[i]))
+	}
+	return ix, nil
 }

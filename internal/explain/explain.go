@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -48,6 +49,9 @@ const HashPrefix = 8
 type Settings struct {
 	// Resolver finds the references of workloads (resolve.Standard).
 	Resolver *resolve.Resolver
+	// Policies are the cluster's ReloadPolicies (the Resolver's
+	// policy.References reads the same); nil: none.
+	Policies *policy.Index
 	// Rules say which references count (plan.NewChain).
 	Rules plan.Chain
 	// RestartOnCreate and ReloadOnDelete: see plan.Input.
@@ -70,6 +74,19 @@ type Settings struct {
 }
 
 // configs returns s.Configs, or a lister of nothing.
+// named returns the IDs of the references among uses that a ReloadPolicy
+// applying to obj names (plan.Input.Policies), as the controller decides.
+func (s Settings) named(obj client.Object, uses []refs.Ref) map[string]bool {
+	if s.Policies == nil {
+		return nil
+	}
+	a, err := s.Policies.For(obj, uses, s.configs())
+	if err != nil {
+		return nil
+	}
+	return a.Named
+}
+
 func (s Settings) configs() resolve.Configs {
 	if s.Configs == nil {
 		return noConfigs{}

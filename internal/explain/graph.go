@@ -10,6 +10,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -64,7 +65,7 @@ func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kin
 			gw.Error = err.Error()
 		}
 		where := paths(obj, origins)
-		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj)}
+		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), Policies: s.named(obj, refsOf(origins))}
 		for _, o := range origins {
 			key := obj.GetNamespace() + "/" + o.Ref.ID()
 			cfg := config(o.Ref.Kind, obj.GetNamespace(), o.Ref.Name)
@@ -94,3 +95,14 @@ func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kin
 
 // id names a node of the graph: "Kind/namespace/name".
 func id(kind, namespace, name string) string { return fmt.Sprintf("%s/%s/%s", kind, namespace, name) }
+
+// refsOf returns the references of origins that count (not ignored).
+func refsOf(origins []resolve.Origin) []refs.Ref {
+	var out []refs.Ref
+	for _, o := range origins {
+		if !o.Ignored {
+			out = append(out, o.Ref)
+		}
+	}
+	return out
+}

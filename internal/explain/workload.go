@@ -148,6 +148,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 			in.Refs = append(in.Refs, o.Ref)
 		}
 	}
+	in.Policies = s.named(obj, in.Refs)
 	rep.Record, in.Recorded = s.record(obj, &rep.Notes)
 	decidable := s.HashKeyID != ""
 	if !decidable {

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -14,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
@@ -106,6 +110,7 @@ func TestPolicyRestartsTarget(t *testing.T) {
 	}
 	waitRecords(t, ns, "api", "ConfigMap/shared")
 	waitReady(t, c, p, metav1.ConditionTrue, policy.ReasonValid)
+	graphSeesPolicy(t, ns)
 
 	setConfigMap(t, cm, "OTHER", "2") // not a key of the policy
 	stayRollouts(t, api, 0)
@@ -370,4 +375,25 @@ func TestPolicyMaintenanceWindow(t *testing.T) {
 	stayRollouts(t, api, 1)
 	NewWithT(t).Eventually(func() []v1alpha1.PendingRestart { return status().Pending }, wait).Should(BeEmpty())
 	NewWithT(t).Expect(status().LastRestarts).To(ConsistOf(HaveField("Name", "api")))
+}
+
+// graphSeesPolicy: `watcher graph` shows what the policy of
+// TestPolicyRestartsTarget adds, as the controller's resolver does: api
+// uses ConfigMap shared, key LOG_LEVEL, found by the policy; worker uses
+// nothing.
+func graphSeesPolicy(t *testing.T, ns string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(ctx, []string{"watcher", "graph", "-n", ns, "-o", "json", "--kubeconfig", writeKubeconfig(t), "--watcher-namespace", ns}, &out, &errOut)
+	g := NewWithT(t)
+	g.Expect(code).To(Equal(0), errOut.String())
+	var graph explain.Graph
+	g.Expect(json.Unmarshal(out.Bytes(), &graph)).To(Succeed())
+	uses := map[string][]explain.Use{}
+	for _, w := range graph.Workloads {
+		uses[w.Name] = w.Uses
+	}
+	g.Expect(uses["api"]).To(ConsistOf(And(HaveField("Kind", "ConfigMap"), HaveField("Name", "shared"),
+		HaveField("Keys", []string{"LOG_LEVEL"}), HaveField("Sources", ContainElement("reload policies")))))
+	g.Expect(uses["worker"]).To(BeEmpty())
 }
