@@ -21,8 +21,14 @@ import (
 // uses the object and says what changed. If any of them fails, the lock is
 // released without marking the version done, and the item is retried with
 // backoff (one item, however often it fails).
-func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.Result, error) {
+func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcile.Result, err error) {
 	log := ctrl.LoggerFrom(ctx)
+	meta := r.kinds.take(req)
+	defer func() {
+		if meta && err != nil { // retried: still of metadata only
+			r.kinds.metadata(req)
+		}
+	}()
 	obj, err := r.Store.Get(req.Kind, req.Namespace, req.Name)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -53,11 +59,14 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 		return reconcile.Result{}, nil
 	case outcome == lock.Held:
 		metrics.LockAcquisitions.WithLabelValues("held").Inc()
+		if meta { // looked at again later: still of metadata only
+			r.kinds.metadata(req)
+		}
 		log.V(1).Info("Change locked by another replica; looking again later", "change", id)
 		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
 	}
 	metrics.LockAcquisitions.WithLabelValues("acquired").Inc()
-	err = r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req)
+	err = r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req, meta)
 	// Release even when ctx was cancelled (watcher is stopping): another
 	// replica then takes the change at once rather than after the lock's
 	// TTL. The locker bounds the call itself.
@@ -79,14 +88,19 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (reconcile.
 // it does not; then reconciles the workloads that have something to do
 // (each decided again, and verified against the API server before a
 // restart).
-func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
+//
+// meta is true when only the object's labels or annotations changed: its
+// users record it as it is now, and nothing is counted as a data change.
+func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) error {
 	log := ctrl.LoggerFrom(ctx)
 	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
 	if err != nil {
 		metrics.Errors.WithLabelValues("index").Inc()
 		return err
 	}
-	metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
+	if !meta {
+		metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
+	}
 	id := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}.ID()
 	var errs []error
 	var keys []string
@@ -129,7 +143,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request) error {
 		}
 		log.Info(msg, "object", req.String(), "keys", keys, "changedBy", by)
 	} else {
-		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users))
+		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users), "metadataOnly", meta)
 	}
 	if ignoredBy != "" {
 		metrics.Skipped.WithLabelValues(ignoredBy).Inc()

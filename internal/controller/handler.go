@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -26,7 +29,9 @@ type configHandler struct {
 	cfg      Config
 	log      logr.Logger
 	debounce *debouncer
-	guards   *guards
+	// kinds says which enqueued changes are of metadata only.
+	kinds  *changeKinds
+	guards *guards
 	// changedBy, when set, is told who made each change.
 	changedBy *changedBy
 	// policies may hold the changes of an object longer (coalesce).
@@ -49,6 +54,7 @@ func (h *configHandler) create(_ context.Context, e event.TypedCreateEvent[clien
 		return
 	}
 	h.record(nil, e.Object)
+	h.kinds.data(h.request(e.Object))
 	h.debounce.AddHeld(h.request(e.Object), q, h.policies.coalesce(h.kind, e.Object))
 }
 
@@ -65,8 +71,18 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 	if old.Sum == cur.Sum {
 		metrics.Skipped.WithLabelValues(plan.SkipMetadataOnly).Inc()
 		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)
+		if readChanged(e.ObjectOld, e.ObjectNew) {
+			// Labels or the annotations watcher reads changed: the object
+			// may now be matched by a selector, or count by search/match,
+			// for some workloads, or no longer. Its users record it as it
+			// is now (no restart: no key changed), so that its next data
+			// change is not taken for a new reference.
+			h.kinds.metadata(h.request(e.ObjectNew))
+			h.debounce.Add(h.request(e.ObjectNew), q)
+		}
 		return
 	}
+	h.kinds.data(h.request(e.ObjectNew))
 	h.record(e.ObjectOld, e.ObjectNew)
 	h.debounce.AddHeld(h.request(e.ObjectNew), q, h.policies.coalesce(h.kind, e.ObjectNew))
 }
@@ -85,6 +101,7 @@ func (h *configHandler) record(old, cur client.Object) {
 // reconciled, and plan.Decide restarts those that can start without it.
 func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
 	if h.cfg.ReloadOnDelete {
+		h.kinds.data(h.request(e.Object))
 		h.debounce.Add(h.request(e.Object), q)
 		return
 	}
@@ -94,4 +111,71 @@ func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[clien
 
 func (h *configHandler) request(obj client.Object) Request {
 	return Request{Kind: string(h.kind), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// readChanged tells whether what watcher reads of a ConfigMap or Secret
+// besides its data changed: its labels (kept as an annotation in the
+// store) or the annotations the store keeps. Who wrote the data last
+// (attribution.Annotation) is not read by any rule.
+func readChanged(old, cur client.Object) bool {
+	return !maps.Equal(old.GetLabels(), cur.GetLabels()) ||
+		!maps.Equal(without(old.GetAnnotations(), attribution.Annotation), without(cur.GetAnnotations(), attribution.Annotation))
+}
+
+// without returns m less key (m itself when it has no such key).
+func without(m map[string]string, key string) map[string]string {
+	if _, ok := m[key]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, key)
+	return out
+}
+
+// changeKinds remembers which objects were enqueued for a change of their
+// labels or annotations only, so that their processing is not counted or
+// logged as a data change. A data change wins over a metadata change of
+// the same object still in the queue. Entries leave when the object is
+// processed, so the map holds at most the queue's objects.
+type changeKinds struct {
+	mu   sync.Mutex
+	meta map[Request]bool
+}
+
+func newChangeKinds() *changeKinds { return &changeKinds{meta: map[Request]bool{}} }
+
+// metadata notes a metadata-only change of req, unless a data change of
+// it waits.
+func (c *changeKinds) metadata(req Request) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, pending := c.meta[req]; !pending {
+		c.meta[req] = true
+	}
+}
+
+// data notes a data change of req.
+func (c *changeKinds) data(req Request) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.meta[req] = false
+}
+
+// take tells whether the change of req being processed is of metadata
+// only, and forgets it.
+func (c *changeKinds) take(req Request) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	meta := c.meta[req]
+	delete(c.meta, req)
+	return meta
 }

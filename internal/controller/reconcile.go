@@ -48,6 +48,8 @@ type Reconciler struct {
 	// policyDry holds the same for the workloads a dry-run ReloadPolicy
 	// applies to (see dryFor).
 	policyDry *dryRun
+	// kinds tells metadata-only changes from data changes (handler.go).
+	kinds *changeKinds
 	// guards hold restarts that would be a storm (see hold.go).
 	guards *guards
 }

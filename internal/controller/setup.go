@@ -159,6 +159,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		r.policyDry = newDryRun()
 	}
 	r.guards = newGuards(cfg.Guards, st, r.Recorder)
+	r.kinds = newChangeKinds()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -188,6 +189,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
 		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
+		h.kinds = r.kinds
 		h.guards = r.guards
 		h.changedBy = r.changedBy
 		for _, inf := range st.Informers(string(rk)) {

@@ -124,3 +124,25 @@ func TestReloaderPausePeriod(t *testing.T) {
 	stayRollouts(t, paused, 1)
 	g.Expect(events(t, ns, "paused", "RestartWaiting")).To(ContainElement(ContainSubstring("pause period 4s")))
 }
+
+// TestReloaderMatchAddedLater: reloader.stakater.com/match added to a
+// ConfigMap after the searching workload was adopted (a metadata-only
+// change) makes it count: the workload records it then, without a restart,
+// and its next data change restarts the workload.
+func TestReloaderMatchAddedLater(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"k": "1"})
+	create(t, cm)
+	dep := track(t, annotated(ns, "searching", envFrom("cfg", ""), map[string]string{optin.Search: "true"}))
+	startWatcher(t, ns, discoverAnnotated)
+	NewWithT(t).Consistently(func() bool { return recorded(t, ns, "searching") }, quiet).Should(BeFalse())
+
+	edit(t, cm, func(c *corev1.ConfigMap) { c.Annotations = map[string]string{optin.Match: "true"} })
+	NewWithT(t).Eventually(func() string {
+		return fetch(t, deployment(ns, "searching", corev1.PodSpec{})).Annotations[plan.RecordAnnotation]
+	}, wait).Should(ContainSubstring("ConfigMap/cfg"), "recorded once it matches")
+	stayRollouts(t, dep, 0)
+	setConfigMap(t, cm, "k", "2")
+	waitRollouts(t, dep, 1)
+}
