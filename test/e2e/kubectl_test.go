@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -31,6 +33,19 @@ func TestKubectlWatcherExplain(t *testing.T) {
 	setData(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
 	waitLog(t, w, "restarted Deployment "+ns+"/web")
+	// Events are sent in the background: the one explain reports must be
+	// there before watcher stops.
+	g.Eventually(func() int {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, e := range list.Items {
+			if e.Regarding.Name == "web" && e.Reason == "Restarted" {
+				n++
+			}
+		}
+		return n
+	}, wait).Should(Equal(1))
 	w.Stop()
 	setData(t, cm, "b", "2")
 

@@ -83,6 +83,9 @@ func startWatcher(t *testing.T, name, ns string, args ...string) *proc {
 func startWatcherEnv(t *testing.T, name, ns string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{Name: name, Logs: &lines{}, HealthAddr: freeAddr(t), MetricsAddr: freeAddr(t), done: make(chan struct{})}
+	for p.MetricsAddr == p.HealthAddr { // a port just freed may be handed out again
+		p.MetricsAddr = freeAddr(t)
+	}
 	all := append([]string{
 		"--namespaces=" + ns, "--lease-namespace=" + ns, "--log-level=debug", "--coalesce=0", "--print-time=0",
 		"--health-addr=" + p.HealthAddr, "--metrics-addr=" + p.MetricsAddr,

@@ -53,7 +53,11 @@ func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig str
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		env = append(env, e.Name+"="+envValue(t, d.Namespace, e))
 	}
-	env = append(env, "HEALTH_ADDR="+p.HealthAddr, "METRICS_ADDR="+freeAddr(t))
+	metricsAddr := freeAddr(t)
+	for metricsAddr == p.HealthAddr { // a port just freed may be handed out again
+		metricsAddr = freeAddr(t)
+	}
+	env = append(env, "HEALTH_ADDR="+p.HealthAddr, "METRICS_ADDR="+metricsAddr)
 	p.cmd = exec.Command(bin)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
