@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,17 +63,10 @@ func TestArgoRollouts(t *testing.T) {
 }
 
 // argoRollouts builds Argo's controller if needed and returns its folder.
-func argoRollouts(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "argo-rollouts.sh")).Output()
-	if err != nil {
-		t.Fatalf("hack/argo-rollouts.sh: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
+func argoRollouts(t *testing.T) string { return hack(t, "argo-rollouts.sh") }
 
 // installCRDs creates every CRD of dir (those there already are left alone)
-// and waits until they are served.
+// and waits until Rollouts are served.
 func installCRDs(t *testing.T, dir string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*-crd.yaml"))
@@ -84,23 +74,9 @@ func installCRDs(t *testing.T, dir string) {
 		t.Fatalf("no CRDs in %s: %v", dir, err)
 	}
 	for _, f := range files {
-		r, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &unstructured.Unstructured{}
-		err = yaml.NewYAMLOrJSONDecoder(r, 4096).Decode(&crd.Object)
-		r.Close()
-		if err != nil {
-			t.Fatalf("read %s: %v", f, err)
-		}
-		if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s: %v", f, err)
-		}
+		createCRD(t, f)
 	}
-	NewWithT(t).Eventually(func() error {
-		return k8s.List(ctx, workload.Rollout.NewList(), client.InNamespace("default"))
-	}, wait).Should(Succeed(), "Rollouts served")
+	installCRD(t, files[0], workload.Rollout.GVK.GroupVersion().WithKind("RolloutList"), "default")
 }
 
 // startArgo runs Argo's controller for namespace ns until the test ends.

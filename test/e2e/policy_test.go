@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -20,22 +17,8 @@ import (
 // ReloadPolicies are served.
 func installPolicyCRD(t *testing.T) {
 	t.Helper()
-	r, err := os.Open(filepath.Join("..", "..", "deploy", "crds", "watcher.dev_reloadpolicies.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	crd := &unstructured.Unstructured{}
-	if err := yaml.NewYAMLOrJSONDecoder(r, 4096).Decode(&crd.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("watcher.dev/v1alpha1")
-	list.SetKind("ReloadPolicyList")
-	NewWithT(t).Eventually(func() error { return k8s.List(ctx, list, client.InNamespace("default")) }, wait).Should(Succeed(), "ReloadPolicies served")
+	installCRD(t, filepath.Join("..", "..", "deploy", "crds", "watcher.dev_reloadpolicies.yaml"),
+		schema.GroupVersionKind{Group: "watcher.dev", Version: "v1alpha1", Kind: "ReloadPolicyList"}, "default")
 }
 
 // TestPolicyDryRun: the built binary, with a dry-run ReloadPolicy that

@@ -15,10 +15,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,39 +74,15 @@ const quietE2E = 2 * time.Second
 
 // sealedSecretsBins builds the sealed-secrets controller and kubeseal if
 // needed and returns their folder.
-func sealedSecretsBins(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "sealed-secrets.sh")).Output()
-	if err != nil {
-		t.Fatalf("hack/sealed-secrets.sh: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
+func sealedSecretsBins(t *testing.T) string { return hack(t, "sealed-secrets.sh") }
 
 // installSealedCRD creates Bitnami's SealedSecret CRD, which hack/crds.sh
 // copies out of the sealed-secrets module, unless it is there, and waits
 // until it is served.
 func installSealedCRD(t *testing.T, ns string) {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "crds.sh"), "sealed-secrets").Output()
-	if err != nil {
-		t.Fatalf("hack/crds.sh: %v", err)
-	}
-	f, err := os.Open(filepath.Join(strings.TrimSpace(string(out)), "sealedsecret-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	crd := &unstructured.Unstructured{}
-	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&crd.Object); err != nil {
-		t.Fatalf("read sealedsecret-crd.yaml: %v", err)
-	}
-	if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create the SealedSecret CRD: %v", err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(sealed.GVK.GroupVersion().WithKind("SealedSecretList"))
-	NewWithT(t).Eventually(func() error { return k8s.List(ctx, list, client.InNamespace(ns)) }, wait).Should(Succeed(), "SealedSecrets served")
+	installCRD(t, filepath.Join(hack(t, "crds.sh", "sealed-secrets"), "sealedsecret-crd.yaml"),
+		sealed.GVK.GroupVersion().WithKind("SealedSecretList"), ns)
 }
 
 // startSealedSecrets runs the sealed-secrets controller for namespace ns
