@@ -202,25 +202,37 @@ func (r *Resolver) resolve(obj client.Object, configs Configs) ([]refs.Ref, erro
 	}
 	lists := [][]refs.Ref{named}
 	for _, s := range r.sources {
-		m, ok := s.(Matcher)
-		if !ok {
-			continue
+		found, err := r.matched(obj, s, configs)
+		if err != nil {
+			return nil, err
 		}
-		for _, match := range m.Matches(obj) {
-			if r.ignored[match.Kind][obj.GetNamespace()] {
-				continue
-			}
-			found, err := expand(match, obj.GetNamespace(), configs)
-			if err != nil {
-				return nil, err
-			}
-			lists = append(lists, found)
-		}
+		lists = append(lists, found...)
 	}
 	if len(lists) == 1 {
 		return named, nil
 	}
 	return refs.Merge(lists...), nil
+}
+
+// matched returns, for each match of s (if s is a Matcher) outside the
+// namespaces whose kind is ignored, the objects among configs it accepts.
+func (r *Resolver) matched(obj client.Object, s Source, configs Configs) ([][]refs.Ref, error) {
+	m, ok := s.(Matcher)
+	if !ok {
+		return nil, nil
+	}
+	var out [][]refs.Ref
+	for _, match := range m.Matches(obj) {
+		if r.ignored[match.Kind][obj.GetNamespace()] {
+			continue
+		}
+		found, err := expand(match, obj.GetNamespace(), configs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found)
+	}
+	return out, nil
 }
 
 // expand returns a reference to each object of namespace that match

@@ -71,18 +71,11 @@ func (r *Resolver) Explain(obj client.Object, configs Configs) ([]Origin, error)
 			return nil, err
 		}
 		add(s.Name(), rs)
-		m, ok := s.(Matcher)
-		if !ok {
-			continue
+		matched, err := r.matched(obj, s, configs)
+		if err != nil {
+			return nil, err
 		}
-		for _, match := range m.Matches(obj) {
-			if r.ignored[match.Kind][obj.GetNamespace()] {
-				continue
-			}
-			rs, err := expand(match, obj.GetNamespace(), configs)
-			if err != nil {
-				return nil, err
-			}
+		for _, rs := range matched {
 			add(s.Name(), rs)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -83,22 +82,9 @@ func installCRDs(t *testing.T, dir string) {
 func startArgo(t *testing.T, dir, ns string) {
 	t.Helper()
 	port := func() string { a := freeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
-	logs := &lines{}
-	cmd := exec.Command(filepath.Join(dir, "rollouts-controller"), "--kubeconfig="+kube.Kubeconfig,
+	runUntilCleanup(t, "rollouts-controller", exec.Command(filepath.Join(dir, "rollouts-controller"), "--kubeconfig="+kube.Kubeconfig,
 		"--namespaced", "--namespace="+ns, "--leader-elect=false", "--metricsport="+port(), "--healthzPort="+port(),
-		"--rollout-resync=10")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start rollouts-controller: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("log of rollouts-controller:\n%s", logs)
-		}
-	})
+		"--rollout-resync=10"))
 }
 
 // argoRollout returns a Rollout of two replicas with spec, a canary without

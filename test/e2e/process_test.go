@@ -219,3 +219,23 @@ func runWatcher(t *testing.T, env []string, args ...string) (int, string) {
 }
 
 var _ = fmt.Sprint
+
+// runUntilCleanup starts cmd, a helper process of a test (another
+// project's controller), with its output kept, and kills it when the test
+// ends, printing its output if the test failed.
+func runUntilCleanup(t *testing.T, name string, cmd *exec.Cmd) {
+	t.Helper()
+	logs := &lines{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", name, logs)
+		}
+	})
+}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,22 +109,10 @@ exec "$CONTROLLER" "$@"`
 	args := append(unshare, "sh", "-c", script, "sh",
 		"--key-size=2048", "--all-namespaces=false", "--key-renew-period=0",
 		"--listen-addr="+freeAddr(t), "--listen-metrics-addr="+freeAddr(t))
-	logs := &lines{}
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SA_DIR=" + sa, "CONTROLLER=" + filepath.Join(bin, "controller"),
 		"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port, "POD_NAMESPACE=" + ns}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the sealed-secrets controller: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("log of the sealed-secrets controller:\n%s", logs)
-		}
-	})
+	runUntilCleanup(t, "the sealed-secrets controller", cmd)
 }
 
 // serviceAccountDir makes a ServiceAccount for the controller in ns, bound

@@ -28,18 +28,25 @@ import (
 // copies out of the argo-rollouts Go module.
 func rolloutCRD(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "crds.sh")).Output()
+	return cachedCRD(t, "rollout-crd.yaml")
+}
+
+// cachedCRD reads file from the folder hack/crds.sh fills (with args, the
+// CRDs of another module).
+func cachedCRD(t *testing.T, file string, args ...string) *unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command("bash", append([]string{filepath.Join("..", "..", "hack", "crds.sh")}, args...)...).Output()
 	if err != nil {
 		t.Fatalf("hack/crds.sh: %v", err)
 	}
-	f, err := os.Open(filepath.Join(strings.TrimSpace(string(out)), "rollout-crd.yaml"))
+	f, err := os.Open(filepath.Join(strings.TrimSpace(string(out)), file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	crd := &unstructured.Unstructured{}
 	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&crd.Object); err != nil {
-		t.Fatalf("read rollout-crd.yaml: %v", err)
+		t.Fatalf("read %s: %v", file, err)
 	}
 	return crd
 }

@@ -1,10 +1,6 @@
 package integration
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,20 +22,7 @@ import (
 // copies out of the sealed-secrets Go module.
 func sealedSecretCRD(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join("..", "..", "hack", "crds.sh"), "sealed-secrets").Output()
-	if err != nil {
-		t.Fatalf("hack/crds.sh: %v", err)
-	}
-	f, err := os.Open(filepath.Join(strings.TrimSpace(string(out)), "sealedsecret-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	crd := &unstructured.Unstructured{}
-	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&crd.Object); err != nil {
-		t.Fatalf("read sealedsecret-crd.yaml: %v", err)
-	}
-	return crd
+	return cachedCRD(t, "sealedsecret-crd.yaml", "sealed-secrets")
 }
 
 // sealedSecret returns a SealedSecret with the given ciphertexts (any
