@@ -6,20 +6,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 func TestFromGuard(t *testing.T) {
 	web := &alert.Object{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	webRef := object.Ref{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	cfgRef := object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
 	cfg := []alert.Source{{Object: alert.Object{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}}
 	for _, tt := range []struct {
-		typ, workload, source string
-		want                  alert.Alert
-		ok                    bool
+		typ              string
+		workload, source object.Ref
+		want             alert.Alert
+		ok               bool
 	}{
-		{"held", "Deployment shop/web", "ConfigMap shop/cfg", alert.Alert{Event: alert.Held, Workload: web, Sources: cfg, Reason: "budget", Detail: "msg"}, true},
-		{"flapping", "", "ConfigMap shop/cfg", alert.Alert{Event: alert.Flapping, Sources: cfg, Reason: "budget", Detail: "msg"}, true},
-		{"rollout-failed", "Deployment shop/web", "", alert.Alert{Event: alert.FailedRollout, Workload: web, Reason: "budget", Detail: "msg"}, true},
-		{"released", "Deployment shop/web", "", alert.Alert{}, false},
+		{"held", webRef, cfgRef, alert.Alert{Event: alert.Held, Workload: web, Sources: cfg, Reason: "budget", Detail: "msg"}, true},
+		{"flapping", object.Ref{}, cfgRef, alert.Alert{Event: alert.Flapping, Sources: cfg, Reason: "budget", Detail: "msg"}, true},
+		{"rollout-failed", webRef, object.Ref{}, alert.Alert{Event: alert.FailedRollout, Workload: web, Reason: "budget", Detail: "msg"}, true},
+		{"released", webRef, object.Ref{}, alert.Alert{}, false},
 	} {
 		t.Run(tt.typ, func(t *testing.T) {
 			got, ok := alert.FromGuard(tt.typ, tt.workload, tt.source, "budget", "msg")

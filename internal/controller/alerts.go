@@ -12,6 +12,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/sealed"
 )
@@ -75,7 +76,7 @@ func (g guardAlerts) Notify(e guard.Event) {
 }
 
 // withAlerts returns gc telling n of the guards' events, when n is set.
-func withAlerts(gc GuardConfig, n alert.Notifier) GuardConfig {
+func withAlerts(gc hold.Config, n alert.Notifier) hold.Config {
 	if n != nil {
 		gc.Notifier = guardAlerts{n}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
@@ -56,7 +56,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
 	err = r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
 	if gated {
-		r.guards.done(ctx, key, obj, req, err)
+		r.guards.Done(ctx, key, obj, req, err)
 	}
 	if err != nil {
 		return r.patchFailed(ctx, key, obj, err)
@@ -70,13 +70,13 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	case plan.Refresh:
 		log.V(1).Info("Record refreshed, nothing restarted")
 	case plan.Restart:
-		var why, note, owners []string
+		var why, notes, owners []string
 		var by [][]string
 		for _, c := range p.Changes {
 			owner, who := r.sealedOwner(key.Namespace, c.Ref), r.writers(key.Namespace, c.Ref)
 			owners, by = append(owners, owner), append(by, who)
 			why = append(why, describe(key.Namespace, c.Ref)+fromSealed(key.Namespace, owner)+" changed (keys: "+keyList(c.Keys, ",")+")"+byWriters(who))
-			note = append(note, fmt.Sprintf("%s %s%s changed (keys: %s; %s→%s)%s", c.Ref.Kind, c.Ref.Name, fromSealed("", owner), keyList(c.Keys, ", "), c.Old, c.New, byWriters(who)))
+			notes = append(notes, fmt.Sprintf("%s %s%s changed (keys: %s; %s→%s)%s", c.Ref.Kind, c.Ref.Name, fromSealed("", owner), keyList(c.Keys, ", "), c.Old, c.New, byWriters(who)))
 		}
 		if onDelete != "" {
 			// The template changed, but the workload's controller replaces
@@ -84,12 +84,12 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 			metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
 			log.Info("Template updated; pods pick up the change only when deleted", "because", strings.Join(why, ", "), "updateStrategy", onDelete, "reason", plan.SkipOnDelete)
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonUpdatedOnDelete, "Restart", "%s",
-				noteOf("Template updated, but pods pick up the change only when deleted ("+onDelete+"): ", note))
+				note.Join("Template updated, but pods pick up the change only when deleted ("+onDelete+"): ", notes))
 			return nil
 		}
 		metrics.Restarts.WithLabelValues(key.Kind).Inc()
 		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", noteOf("Restarted because ", note))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", note.Join("Restarted because ", notes))
 		r.restartedForPolicies(applied, key, p)
 		r.notifyRestart(key, p.Changes, owners, by)
 		r.trigger(ctx, key, obj, p.Record.RestartID())
@@ -120,17 +120,17 @@ const (
 
 // missing says that a restart is held because keys the pods need are gone.
 func (r *Reconciler) missing(ctx context.Context, key workload.Key, obj client.Object, ms []plan.Missing) {
-	var note []string
+	var notes []string
 	for _, m := range ms {
 		if m.Keys == nil {
-			note = append(note, fmt.Sprintf("%s %s is gone", m.Ref.Kind, m.Ref.Name))
+			notes = append(notes, fmt.Sprintf("%s %s is gone", m.Ref.Kind, m.Ref.Name))
 		} else {
-			note = append(note, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
+			notes = append(notes, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
 		}
 		ctrl.LoggerFrom(ctx).Info("Not restarting: a key the pods need is missing", "source", describe(key.Namespace, m.Ref), "keys", m.Keys, "reason", plan.SkipMissingKey)
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonMissingKey, "Restart", "%s",
-		noteOf("Not restarting until it is back, new pods could not start: ", note))
+		note.Join("Not restarting until it is back, new pods could not start: ", notes))
 }
 
 // patchFailed reports a failed patch. A patch the API server refuses as
@@ -144,7 +144,7 @@ func (r *Reconciler) patchFailed(ctx context.Context, key workload.Key, obj clie
 	}
 	metrics.Errors.WithLabelValues("patch").Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "The API server refuses the record; not retrying")
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Record", "%s", truncate("Cannot record the configuration hashes: "+err.Error()))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Record", "%s", note.Truncate("Cannot record the configuration hashes: "+err.Error()))
 	return reconcile.TerminalError(err)
 }
 
@@ -154,46 +154,6 @@ func keyList(keys []string, sep string) string {
 		return "not listed, recorded as one digest"
 	}
 	return strings.Join(keys, sep)
-}
-
-// maxNote is the longest note the API server accepts on an events.k8s.io
-// Event.
-const maxNote = 1024
-
-// noteOf joins parts after prefix, leaving out the parts that do not fit in
-// an Event note, and saying how many were left out.
-func noteOf(prefix string, parts []string) string {
-	out := prefix
-	for i, p := range parts {
-		if i > 0 {
-			p = "; " + p
-		}
-		room := maxNote
-		if i < len(parts)-1 {
-			room -= len(fmt.Sprintf("; and %d more", len(parts)-i))
-		}
-		if len(out)+len(p) > room {
-			if i == 0 {
-				return truncate(out + p)
-			}
-			return out + fmt.Sprintf("; and %d more", len(parts)-i)
-		}
-		out += p
-	}
-	return out
-}
-
-// truncate cuts s to maxNote bytes, on a rune boundary, marking the cut.
-func truncate(s string) string {
-	if len(s) <= maxNote {
-		return s
-	}
-	const mark = "…"
-	cut := maxNote - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // describe names a referenced object as "Kind namespace/name".

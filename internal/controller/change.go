@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -149,7 +150,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) er
 		metrics.Skipped.WithLabelValues(ignoredBy).Inc()
 		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", ignoredBy)
 	}
-	for _, key := range r.inWaveOrder(act) {
+	for _, key := range hold.InWaveOrder(act, r.cached) {
 		_, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
 		// A workload that can never be written was reported; it must not
 		// stop the change from being retried for the others.

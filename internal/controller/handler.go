@@ -14,6 +14,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -31,7 +32,7 @@ type configHandler struct {
 	debounce *debouncer
 	// kinds says which enqueued changes are of metadata only.
 	kinds  *changeKinds
-	guards *guards
+	guards *hold.Guards
 	// changedBy, when set, is told who made each change.
 	changedBy *changedBy
 	// policies may hold the changes of an object longer (coalesce).
@@ -67,7 +68,7 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 		metrics.Errors.WithLabelValues("digest").Inc()
 		return
 	}
-	h.guards.configChanged(h.log, string(h.kind), e.ObjectOld, e.ObjectNew, old.Sum != cur.Sum)
+	h.guards.ConfigChanged(h.log, string(h.kind), e.ObjectOld, e.ObjectNew, old.Sum != cur.Sum)
 	if old.Sum == cur.Sum {
 		metrics.Skipped.WithLabelValues(plan.SkipMetadataOnly).Inc()
 		h.log.V(1).Info("Metadata changed, data did not", "object", h.request(e.ObjectNew).String(), "reason", plan.SkipMetadataOnly)

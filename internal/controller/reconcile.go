@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -51,7 +52,7 @@ type Reconciler struct {
 	// kinds tells metadata-only changes from data changes (handler.go).
 	kinds *changeKinds
 	// guards hold restarts that would be a storm (see hold.go).
-	guards *guards
+	guards *hold.Guards
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -82,7 +83,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	}
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err == nil {
-		r.guards.observe(ctx, key, cached)
+		r.guards.Observe(ctx, key, cached)
 	}
 	if cached == nil && err == nil {
 		r.dry.drop(key) // deleted

@@ -35,7 +35,9 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -116,7 +118,7 @@ type Config struct {
 	HeldRetry time.Duration
 	// Guards hold restarts that would be a storm; the zero value holds
 	// nothing.
-	Guards GuardConfig
+	Guards hold.Config
 	// Alerts, when set, is told of every restart (see package alert).
 	Alerts alert.Notifier
 	// SealedSecrets, when set, watches SealedSecrets while their API is
@@ -158,7 +160,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Policies != nil {
 		r.policyDry = newDryRun()
 	}
-	r.guards = newGuards(cfg.Guards, st, r.Recorder)
+	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.kinds = newChangeKinds()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
@@ -196,7 +198,10 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
 	}
-	b = b.WatchesRawSource(r.guards.source())
+	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
+		func(_ context.Context, k object.Ref) []Request {
+			return []Request{{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}}
+		})))
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
@@ -204,7 +209,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(sweeper{g: r.guards, log: mgr.GetLogger().WithName("guards")}); err != nil {
+	if err := mgr.Add(r.guards.Sweeper(mgr.GetLogger().WithName("guards"))); err != nil {
 		return fmt.Errorf("add guards: %w", err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())

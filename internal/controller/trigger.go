@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -91,7 +92,7 @@ func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.O
 func (r *Reconciler) triggerFailed(ctx context.Context, obj client.Object, err error) {
 	metrics.Errors.WithLabelValues("trigger").Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "Cannot create a Job from the restarted CronJob")
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTriggerFailed, "Trigger", "%s", truncate("Restarted, but no Job created now: "+err.Error()))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTriggerFailed, "Trigger", "%s", note.Truncate("Restarted, but no Job created now: "+err.Error()))
 }
 
 // jobFrom returns the Job that kubectl create job --from=cronjob/NAME would

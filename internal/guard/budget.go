@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"github.com/watcher-dev/watcher/internal/object"
 	"sync"
 	"time"
 )
@@ -20,12 +21,12 @@ type Budget struct {
 	Window time.Duration
 
 	mu   sync.Mutex
-	hist map[string][]time.Time
+	hist map[object.Ref][]time.Time
 }
 
 // NewBudget returns a budget of max restarts per window.
 func NewBudget(max int, window time.Duration) *Budget {
-	return &Budget{Max: max, Window: window, hist: map[string][]time.Time{}}
+	return &Budget{Max: max, Window: window, hist: map[object.Ref][]time.Time{}}
 }
 
 // Check implements Gate.
@@ -35,7 +36,7 @@ func (b *Budget) Check(r Request) Verdict {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h := b.prune(r.Key, r.Now)
+	h := b.prune(r.Workload, r.Now)
 	if len(h) < b.Max {
 		return Verdict{}
 	}
@@ -52,15 +53,15 @@ func (b *Budget) Commit(r Request) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h := append(b.prune(r.Key, r.Now), r.Now)
+	h := append(b.prune(r.Workload, r.Now), r.Now)
 	if len(h) > b.Max { // only the last Max matter
 		h = append(h[:0], h[len(h)-b.Max:]...)
 	}
-	b.hist[r.Key] = h
+	b.hist[r.Workload] = h
 }
 
 // prune drops the restarts of key that left the window.
-func (b *Budget) prune(key string, now time.Time) []time.Time {
+func (b *Budget) prune(key object.Ref, now time.Time) []time.Time {
 	h := b.hist[key]
 	i := 0
 	for i < len(h) && !h[i].After(now.Add(-b.Window)) {

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"github.com/watcher-dev/watcher/internal/object"
 	"slices"
 	"sync"
 	"time"
@@ -27,7 +28,7 @@ type Flaps struct {
 	Window, Quiet time.Duration
 
 	mu  sync.Mutex
-	src map[string]*flap
+	src map[object.Ref]*flap
 }
 
 // maxChanges bounds the change times kept per source.
@@ -49,12 +50,12 @@ type writer struct {
 
 // NewFlaps returns a detector of more than threshold changes per window.
 func NewFlaps(threshold int, window, quiet time.Duration) *Flaps {
-	return &Flaps{Threshold: threshold, Window: window, Quiet: quiet, src: map[string]*flap{}}
+	return &Flaps{Threshold: threshold, Window: window, Quiet: quiet, src: map[object.Ref]*flap{}}
 }
 
 // Observe records a change of the source id, made by writers, at now. It
 // returns a message when the source starts flapping with this change.
-func (f *Flaps) Observe(id string, now time.Time, writers []string) (started bool, message string) {
+func (f *Flaps) Observe(id object.Ref, now time.Time, writers []string) (started bool, message string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.src[id]
@@ -106,7 +107,7 @@ func (s *flap) inWindow(now time.Time, window time.Duration) []time.Time {
 }
 
 // Writers returns the writers of id seen within Window, sorted.
-func (f *Flaps) Writers(id string, now time.Time) []string {
+func (f *Flaps) Writers(id object.Ref, now time.Time) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s := f.src[id]; s != nil {
@@ -126,7 +127,7 @@ func (s *flap) names(now time.Time, window time.Duration) []string {
 	return out
 }
 
-func (f *Flaps) message(id string, s *flap, now time.Time) string {
+func (f *Flaps) message(id object.Ref, s *flap, now time.Time) string {
 	return fmt.Sprintf("%s changed %d times in %s by %s; restarts held until it is quiet for %s",
 		id, len(s.inWindow(now, f.Window)), short(f.Window), join(s.names(now, f.Window)), short(f.Quiet))
 }
@@ -140,19 +141,19 @@ func (f *Flaps) Check(r Request) Verdict {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, src := range r.Sources {
-		s := f.src[src.ID]
+		s := f.src[src.Object]
 		if s == nil || !s.flapping {
 			continue
 		}
 		if until := s.last().Add(f.Quiet); r.Now.Before(until) {
-			return Verdict{Hold: true, Reason: ReasonFlapping, Until: until, Message: f.message(src.ID, s, r.Now)}
+			return Verdict{Hold: true, Reason: ReasonFlapping, Until: until, Message: f.message(src.Object, s, r.Now)}
 		}
 	}
 	return Verdict{}
 }
 
 // LastChange returns when a change of id was last observed.
-func (f *Flaps) LastChange(id string) (time.Time, bool) {
+func (f *Flaps) LastChange(id object.Ref) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s := f.src[id]; s != nil && len(s.times) > 0 {
@@ -164,7 +165,7 @@ func (f *Flaps) LastChange(id string) (time.Time, bool) {
 // Sweep ends the flapping of sources quiet for Quiet, returned sorted, and
 // forgets sources with no change in Window. It returns how many still
 // flap.
-func (f *Flaps) Sweep(now time.Time) (stopped []string, flapping int) {
+func (f *Flaps) Sweep(now time.Time) (stopped []object.Ref, flapping int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for id, s := range f.src {
@@ -178,7 +179,7 @@ func (f *Flaps) Sweep(now time.Time) (stopped []string, flapping int) {
 			delete(f.src, id)
 		}
 	}
-	slices.Sort(stopped)
+	slices.SortFunc(stopped, object.Compare)
 	return stopped, flapping
 }
 

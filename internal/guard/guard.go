@@ -43,7 +43,11 @@
 // rollouts, for alerts; NopNotifier ignores them.
 package guard
 
-import "time"
+import (
+	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
+)
 
 // Reason says why a restart is held; the values are metric labels.
 type Reason string
@@ -63,8 +67,8 @@ var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRol
 
 // Source is a ConfigMap or Secret whose change causes a restart.
 type Source struct {
-	// ID is "Kind namespace/name".
-	ID string
+	// Object names it.
+	Object object.Ref
 	// Sum is the digest of its content now: a change is a source and a
 	// content.
 	Sum string
@@ -72,13 +76,12 @@ type Source struct {
 
 // Request is a restart to admit or hold.
 type Request struct {
-	// Key names the workload: "Kind namespace/name".
-	Key                   string
-	Kind, Namespace, Name string
+	// Workload names the workload to restart.
+	Workload object.Ref
 	// Priority orders restarts within a wave, lower first
 	// (PriorityAnnotation; 0 when absent).
 	Priority int
-	// Sources are the changed ConfigMaps and Secrets, sorted by ID.
+	// Sources are the changed ConfigMaps and Secrets, sorted.
 	Sources []Source
 	// PausePeriod is the workload's pause period (Pauses); 0: none.
 	PausePeriod time.Duration
@@ -167,10 +170,10 @@ const (
 // Event is what a Notifier is told.
 type Event struct {
 	Type EventType
-	// Workload names the workload ("Kind namespace/name"), if any.
-	Workload string
-	// Source names the ConfigMap or Secret ("Kind namespace/name"), if any.
-	Source string
+	// Workload names the workload, if any.
+	Workload object.Ref
+	// Source names the ConfigMap or Secret, if any.
+	Source object.Ref
 	// Reason of a hold or release.
 	Reason Reason
 	// Message is the text of the Kubernetes Event.

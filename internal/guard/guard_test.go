@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 var t0 = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -14,8 +15,20 @@ var t0 = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func req(key string, now time.Time, sources ...guard.Source) guard.Request {
+	return guard.Request{Workload: dep(key), Sources: sources, Now: now}
+}
+
+// dep names the Deployment "ns/name".
+func dep(key string) object.Ref {
 	ns, name, _ := strings.Cut(key, "/")
-	return guard.Request{Key: "Deployment " + key, Kind: "Deployment", Namespace: ns, Name: name, Sources: sources, Now: now}
+	return object.Ref{Kind: "Deployment", Namespace: ns, Name: name}
+}
+
+// obj names "Kind ns/name".
+func obj(s string) object.Ref {
+	kind, rest, _ := strings.Cut(s, " ")
+	ns, name, _ := strings.Cut(rest, "/")
+	return object.Ref{Kind: kind, Namespace: ns, Name: name}
 }
 
 func TestBudget(t *testing.T) {
@@ -70,7 +83,7 @@ func TestBudget(t *testing.T) {
 }
 
 func TestFlaps(t *testing.T) {
-	src := guard.Source{ID: "Secret shop/tls", Sum: "s1"}
+	src := guard.Source{Object: obj("Secret shop/tls"), Sum: "s1"}
 	type change struct {
 		at      time.Duration
 		writers []string
@@ -118,7 +131,7 @@ func TestFlaps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := guard.NewFlaps(5, 10*time.Minute, 2*time.Minute)
 			for i, c := range tt.changes {
-				started, msg := f.Observe(src.ID, at(c.at), c.writers)
+				started, msg := f.Observe(src.Object, at(c.at), c.writers)
 				if started != c.starts {
 					t.Fatalf("change %d at %s: started %v (%q), want %v", i, c.at, started, msg, c.starts)
 				}
@@ -136,7 +149,7 @@ func TestFlaps(t *testing.T) {
 				if f.Check(r).Hold {
 					t.Error("released restart held")
 				}
-				if f.Check(req("shop/web", at(tt.ask), guard.Source{ID: "Secret shop/other"})).Hold {
+				if f.Check(req("shop/web", at(tt.ask), guard.Source{Object: obj("Secret shop/other")})).Hold {
 					t.Error("restart for another source held")
 				}
 			}
@@ -146,18 +159,18 @@ func TestFlaps(t *testing.T) {
 
 func TestFlapsSweep(t *testing.T) {
 	f := guard.NewFlaps(1, time.Minute, 10*time.Second)
-	f.Observe("ConfigMap a/x", at(0), []string{"a"})
-	if started, _ := f.Observe("ConfigMap a/x", at(time.Second), []string{"b"}); !started {
+	f.Observe(obj("ConfigMap a/x"), at(0), []string{"a"})
+	if started, _ := f.Observe(obj("ConfigMap a/x"), at(time.Second), []string{"b"}); !started {
 		t.Fatal("not flapping after 2 changes with threshold 1")
 	}
-	f.Observe("ConfigMap a/y", at(time.Second), nil)
+	f.Observe(obj("ConfigMap a/y"), at(time.Second), nil)
 	if stopped, n := f.Sweep(at(5 * time.Second)); len(stopped) != 0 || n != 1 {
 		t.Errorf("Sweep at 5s = %v, %d; want none stopped, 1 flapping", stopped, n)
 	}
-	if stopped, n := f.Sweep(at(11 * time.Second)); len(stopped) != 1 || stopped[0] != "ConfigMap a/x" || n != 0 {
+	if stopped, n := f.Sweep(at(11 * time.Second)); len(stopped) != 1 || stopped[0] != obj("ConfigMap a/x") || n != 0 {
 		t.Errorf("Sweep at 11s = %v, %d; want x stopped", stopped, n)
 	}
-	if w := f.Writers("ConfigMap a/x", at(12*time.Second)); len(w) != 2 {
+	if w := f.Writers(obj("ConfigMap a/x"), at(12*time.Second)); len(w) != 2 {
 		t.Errorf("Writers = %v", w)
 	}
 	if f.Sweep(at(2 * time.Minute)); f.Len() != 0 {
@@ -165,11 +178,11 @@ func TestFlapsSweep(t *testing.T) {
 	}
 	off := guard.NewFlaps(0, time.Minute, time.Second)
 	for i := range 10 {
-		if started, _ := off.Observe("ConfigMap a/x", at(time.Duration(i)), nil); started {
+		if started, _ := off.Observe(obj("ConfigMap a/x"), at(time.Duration(i)), nil); started {
 			t.Fatal("threshold 0 flaps")
 		}
 	}
-	if last, ok := off.LastChange("ConfigMap a/x"); !ok || !last.Equal(at(9)) {
+	if last, ok := off.LastChange(obj("ConfigMap a/x")); !ok || !last.Equal(at(9)) {
 		t.Errorf("LastChange = %v, %v", last, ok)
 	}
 }

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"github.com/watcher-dev/watcher/internal/object"
 	"sync"
 	"time"
 )
@@ -23,11 +24,11 @@ import (
 //	no pause period                       admit
 type Pauses struct {
 	mu    sync.Mutex
-	first map[string]time.Time
+	first map[object.Ref]time.Time
 }
 
 // NewPauses returns the gate.
-func NewPauses() *Pauses { return &Pauses{first: map[string]time.Time{}} }
+func NewPauses() *Pauses { return &Pauses{first: map[object.Ref]time.Time{}} }
 
 // Check implements Gate.
 func (p *Pauses) Check(r Request) Verdict {
@@ -36,13 +37,13 @@ func (p *Pauses) Check(r Request) Verdict {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	first, ok := p.first[r.Key]
+	first, ok := p.first[r.Workload]
 	// A first time older than two periods belongs to changes restarted
 	// or undone long ago (the restart may have been written by another
 	// replica): this change starts a period of its own.
 	if !ok || r.Now.After(first.Add(2*r.PausePeriod)) {
 		first = r.Now
-		p.first[r.Key] = first
+		p.first[r.Workload] = first
 	}
 	until := first.Add(r.PausePeriod)
 	if !r.Now.Before(until) {
@@ -57,5 +58,5 @@ func (p *Pauses) Check(r Request) Verdict {
 func (p *Pauses) Commit(r Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.first, r.Key)
+	delete(p.first, r.Workload)
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"cmp"
 	"fmt"
+	"github.com/watcher-dev/watcher/internal/object"
 	"slices"
 	"sync"
 	"time"
@@ -40,9 +41,9 @@ type Rollouts struct {
 	HoldOnFailure bool
 
 	mu      sync.Mutex
-	running map[string]*rollout
-	failed  map[string]*rollout
-	waiting map[string]waiter
+	running map[object.Ref]*rollout
+	failed  map[object.Ref]*rollout
+	waiting map[object.Ref]waiter
 }
 
 type rollout struct {
@@ -60,30 +61,29 @@ type rollout struct {
 }
 
 type waiter struct {
-	priority        int
-	namespace, name string
-	key             string
+	priority int
+	key      object.Ref
 }
 
 // NewRollouts returns a tracker and wave scheduler.
 func NewRollouts(max int, timeout time.Duration, holdOnFailure bool) *Rollouts {
 	return &Rollouts{Max: max, Timeout: timeout, HoldOnFailure: holdOnFailure,
-		running: map[string]*rollout{}, failed: map[string]*rollout{}, waiting: map[string]waiter{}}
+		running: map[object.Ref]*rollout{}, failed: map[object.Ref]*rollout{}, waiting: map[object.Ref]waiter{}}
 }
 
 // Check implements Gate: the wave.
 func (w *Rollouts) Check(r Request) Verdict {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.running[r.Key]; ok || w.Max <= 0 {
+	if _, ok := w.running[r.Workload]; ok || w.Max <= 0 {
 		// Its own rollout is still going: the next one replaces it, and
 		// takes no other slot.
-		delete(w.waiting, r.Key)
+		delete(w.waiting, r.Workload)
 		w.reserve(r)
 		return Verdict{}
 	}
-	me := waiter{priority: r.Priority, namespace: r.Namespace, name: r.Name, key: r.Key}
-	w.waiting[r.Key] = me
+	me := waiter{priority: r.Priority, key: r.Workload}
+	w.waiting[r.Workload] = me
 	ahead := 0
 	for _, o := range w.waiting {
 		if before(o, me) {
@@ -92,7 +92,7 @@ func (w *Rollouts) Check(r Request) Verdict {
 	}
 	free := w.Max - len(w.running)
 	if ahead < free {
-		delete(w.waiting, r.Key)
+		delete(w.waiting, r.Workload)
 		w.reserve(r)
 		return Verdict{}
 	}
@@ -101,17 +101,16 @@ func (w *Rollouts) Check(r Request) Verdict {
 }
 
 func (w *Rollouts) reserve(r Request) {
-	if old, ok := w.running[r.Key]; ok {
+	if old, ok := w.running[r.Workload]; ok {
 		old.reserved = true
 		return
 	}
-	w.running[r.Key] = &rollout{kind: r.Kind, start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
+	w.running[r.Workload] = &rollout{kind: r.Workload.Kind, start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
 }
 
 // before orders waiters: lower priority first, then namespace, name, key.
 func before(a, b waiter) bool {
-	return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.namespace, b.namespace),
-		cmp.Compare(a.name, b.name), cmp.Compare(a.key, b.key)) < 0
+	return cmp.Or(cmp.Compare(a.priority, b.priority), object.Compare(a.key, b.key)) < 0
 }
 
 // Commit implements Committer: the rollout is in progress from now.
@@ -119,11 +118,11 @@ func (w *Rollouts) Commit(r Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	gen := int64(0)
-	if old, ok := w.running[r.Key]; ok {
+	if old, ok := w.running[r.Workload]; ok {
 		gen = old.generation
 	}
-	w.running[r.Key] = &rollout{kind: r.Kind, start: r.Now, sources: r.Sources, here: true, generation: gen}
-	delete(w.failed, r.Key)
+	w.running[r.Workload] = &rollout{kind: r.Workload.Kind, start: r.Now, sources: r.Sources, here: true, generation: gen}
+	delete(w.failed, r.Workload)
 }
 
 // Cancel implements Canceller: a reserved slot is free again, and a
@@ -131,10 +130,10 @@ func (w *Rollouts) Commit(r Request) {
 func (w *Rollouts) Cancel(r Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.waiting, r.Key)
-	if ro, ok := w.running[r.Key]; ok && ro.reserved {
+	delete(w.waiting, r.Workload)
+	if ro, ok := w.running[r.Workload]; ok && ro.reserved {
 		if ro.fresh {
-			delete(w.running, r.Key)
+			delete(w.running, r.Workload)
 		} else {
 			ro.reserved = false
 		}
@@ -154,7 +153,7 @@ type Finished struct {
 // Wrote records the generation of the workload that the restart of key
 // wrote, before Commit, so that a state of the workload seen from
 // before the write is not taken for the end of its rollout.
-func (w *Rollouts) Wrote(key string, generation int64) {
+func (w *Rollouts) Wrote(key object.Ref, generation int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ro, ok := w.running[key]; ok {
@@ -165,14 +164,14 @@ func (w *Rollouts) Wrote(key string, generation int64) {
 // Seen records the state of a workload restarted by watcher, at
 // generation, as the cluster shows it: rolling or done. It returns the
 // rollout that finished with it, if one did.
-func (w *Rollouts) Seen(key, kind string, rolling bool, generation int64, now time.Time, sources []Source) (Finished, bool) {
+func (w *Rollouts) Seen(key object.Ref, rolling bool, generation int64, now time.Time, sources []Source) (Finished, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ro, running := w.running[key]
 	f, failed := w.failed[key]
 	switch {
 	case rolling && !running && !failed:
-		w.running[key] = &rollout{kind: kind, start: now, sources: sources, generation: generation}
+		w.running[key] = &rollout{kind: key.Kind, start: now, sources: sources, generation: generation}
 	case !rolling && running && !ro.reserved && generation >= ro.generation:
 		delete(w.running, key)
 		out := Finished{Kind: ro.kind}
@@ -189,8 +188,8 @@ func (w *Rollouts) Seen(key, kind string, rolling bool, generation int64, now ti
 
 // Failure is a rollout that did not finish within Timeout.
 type Failure struct {
-	Key, Kind string
-	Sources   []Source
+	Key     object.Ref
+	Sources []Source
 	// Here: started by this replica.
 	Here bool
 }
@@ -206,9 +205,9 @@ func (w *Rollouts) Sweep(now time.Time) []Failure {
 		}
 		delete(w.running, key)
 		w.failed[key] = ro
-		out = append(out, Failure{Key: key, Kind: ro.kind, Sources: ro.sources, Here: ro.here})
+		out = append(out, Failure{Key: key, Sources: ro.sources, Here: ro.here})
 	}
-	slices.SortFunc(out, func(a, b Failure) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b Failure) int { return object.Compare(a.Key, b.Key) })
 	return out
 }
 
@@ -226,20 +225,20 @@ func (g failedGate) Check(r Request) Verdict {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keys := make([]string, 0, len(w.failed))
+	keys := make([]object.Ref, 0, len(w.failed))
 	for k := range w.failed {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, object.Compare)
 	for _, k := range keys {
-		if k == r.Key {
+		if k == r.Workload {
 			continue
 		}
 		for _, s := range w.failed[k].sources {
 			if slices.Contains(r.Sources, s) {
 				return Verdict{Hold: true, Reason: ReasonFailedRollout,
 					Message: fmt.Sprintf("the rollout of %s, restarted for the same change of %s, did not finish within %s; "+
-						"held until it does, or until %s is set to a new value on either", k, s.ID, short(w.Timeout), ReleaseAnnotation)}
+						"held until it does, or until %s is set to a new value on either", k, s.Object, short(w.Timeout), ReleaseAnnotation)}
 			}
 		}
 	}
@@ -248,7 +247,7 @@ func (g failedGate) Check(r Request) Verdict {
 
 // Release forgets the failure of key's rollout (a person released it, or
 // the workload is gone), so that the restarts it held go on.
-func (w *Rollouts) Release(key string) bool {
+func (w *Rollouts) Release(key object.Ref) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, ok := w.failed[key]
@@ -258,12 +257,12 @@ func (w *Rollouts) Release(key string) bool {
 
 // ReleaseSource forgets the failures of rollouts caused by a change of the
 // source id. It returns how many.
-func (w *Rollouts) ReleaseSource(id string) int {
+func (w *Rollouts) ReleaseSource(id object.Ref) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
 	for k, ro := range w.failed {
-		if slices.ContainsFunc(ro.sources, func(s Source) bool { return s.ID == id }) {
+		if slices.ContainsFunc(ro.sources, func(s Source) bool { return s.Object == id }) {
 			delete(w.failed, k)
 			n++
 		}
@@ -272,14 +271,14 @@ func (w *Rollouts) ReleaseSource(id string) int {
 }
 
 // Forget takes key out of the wave: it no longer waits for a restart.
-func (w *Rollouts) Forget(key string) {
+func (w *Rollouts) Forget(key object.Ref) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.waiting, key)
 }
 
 // Gone forgets everything about key: the workload was deleted.
-func (w *Rollouts) Gone(key string) {
+func (w *Rollouts) Gone(key object.Ref) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.waiting, key)
@@ -289,7 +288,7 @@ func (w *Rollouts) Gone(key string) {
 
 // Next returns the waiters that may start now, in order: as many as there
 // are free slots (all of them when Max is 0).
-func (w *Rollouts) Next() []string {
+func (w *Rollouts) Next() []object.Ref {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ws := make([]waiter, 0, len(w.waiting))
@@ -306,7 +305,7 @@ func (w *Rollouts) Next() []string {
 	if w.Max > 0 {
 		n = min(n, max(w.Max-len(w.running), 0))
 	}
-	out := make([]string, 0, n)
+	out := make([]object.Ref, 0, n)
 	for _, x := range ws[:n] {
 		out = append(out, x.key)
 	}

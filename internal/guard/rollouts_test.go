@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // op is one step of a wave scenario.
@@ -18,18 +19,18 @@ type op struct {
 	src  string // source sum, for ask (default "v1")
 
 	hold   guard.Reason // for ask: "" admits
-	next   []string     // for done/sweep/restart: Next() after it
-	failed []string     // for sweep: the failures
+	next   []object.Ref // for done/sweep/restart: Next() after it
+	failed []object.Ref // for sweep: the failures
 	inProg int          // running after the step, -1: not checked
 }
 
 var cfg = "ConfigMap shop/shared"
 
 func TestRollouts(t *testing.T) {
-	all := func(keys ...string) []string {
-		out := make([]string, len(keys))
+	all := func(keys ...string) []object.Ref {
+		out := make([]object.Ref, len(keys))
 		for i, k := range keys {
-			out[i] = "Deployment " + k
+			out[i] = dep(k)
 		}
 		return out
 	}
@@ -125,13 +126,13 @@ func TestRollouts(t *testing.T) {
 			for i, o := range tt.ops {
 				clock = max(clock, o.at)
 				now := at(clock)
-				src := guard.Source{ID: cfg, Sum: "v1"}
+				src := guard.Source{Object: obj(cfg), Sum: "v1"}
 				if o.src != "" {
 					src.Sum = o.src
 				}
 				r := req(o.key, now, src)
 				r.Priority = o.prio
-				key := "Deployment " + o.key
+				key := dep(o.key)
 				switch o.do {
 				case "ask":
 					v := chain.Check(r)
@@ -147,9 +148,9 @@ func TestRollouts(t *testing.T) {
 					}
 					chain.Cancel(r)
 				case "done", "rolling":
-					w.Seen(key, "Deployment", o.do == "rolling", 0, now, []guard.Source{src})
+					w.Seen(key, o.do == "rolling", 0, now, []guard.Source{src})
 				case "sweep":
-					var got []string
+					var got []object.Ref
 					for _, f := range w.Sweep(now) {
 						got = append(got, f.Key)
 					}
@@ -162,7 +163,7 @@ func TestRollouts(t *testing.T) {
 				case "gone":
 					w.Gone(key)
 				case "release-source":
-					if n := w.ReleaseSource(cfg); n != 1 {
+					if n := w.ReleaseSource(obj(cfg)); n != 1 {
 						t.Fatalf("op %d: released %d", i, n)
 					}
 				}
@@ -185,21 +186,21 @@ func TestRolloutDuration(t *testing.T) {
 	w := guard.NewRollouts(0, time.Minute, true)
 	r := req("a/a", at(0))
 	w.Check(r)
-	w.Wrote(r.Key, 5)
+	w.Wrote(r.Workload, 5)
 	w.Commit(r)
-	if _, ok := w.Seen(r.Key, "Deployment", false, 4, at(time.Second), nil); ok {
+	if _, ok := w.Seen(r.Workload, false, 4, at(time.Second), nil); ok {
 		t.Error("a state from before the restart finished it")
 	}
-	f, ok := w.Seen(r.Key, "Deployment", false, 5, at(7*time.Second), nil)
+	f, ok := w.Seen(r.Workload, false, 5, at(7*time.Second), nil)
 	if !ok || f.Duration != 7*time.Second || f.Recovered {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
 	// Found rolling in the cluster: finished, with no known duration.
-	w.Seen("Deployment a/b", "Deployment", true, 3, at(0), nil)
-	if f, ok := w.Seen("Deployment a/b", "Deployment", false, 3, at(time.Second), nil); !ok || f.Duration != 0 {
+	w.Seen(dep("a/b"), true, 3, at(0), nil)
+	if f, ok := w.Seen(dep("a/b"), false, 3, at(time.Second), nil); !ok || f.Duration != 0 {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
-	if _, ok := w.Seen("Deployment a/c", "Deployment", false, 1, at(time.Second), nil); ok {
+	if _, ok := w.Seen(dep("a/c"), false, 1, at(time.Second), nil); ok {
 		t.Error("a workload never rolling finished")
 	}
 	msg := guard.Chain{w.FailedGate()}.Check(r).Message

@@ -59,7 +59,7 @@ var _ guard.Gate = WindowGate{}
 
 // Check implements guard.Gate.
 func (g WindowGate) Check(r guard.Request) guard.Verdict {
-	obj, err := g.Store.Get(r.Kind, r.Namespace, r.Name)
+	obj, err := g.Store.Get(r.Workload.Kind, r.Workload.Namespace, r.Workload.Name)
 	if err != nil || obj == nil {
 		return guard.Verdict{}
 	}
@@ -67,7 +67,7 @@ func (g WindowGate) Check(r guard.Request) guard.Verdict {
 	if err != nil || len(a.Policies) == 0 {
 		return guard.Verdict{}
 	}
-	key := workload.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	key := workload.Key{Kind: r.Workload.Kind, Namespace: r.Workload.Namespace, Name: r.Workload.Name}
 	hold, until, msg := a.Hold(r.Now)
 	withWindows := a.WithWindows()
 	if !hold {

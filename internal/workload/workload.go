@@ -8,6 +8,7 @@ package workload
 
 import (
 	"fmt"
+	"github.com/watcher-dev/watcher/internal/object"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -250,15 +251,8 @@ func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	return k.PodTemplate(obj)
 }
 
-// Key identifies one workload.
-type Key struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
-
-// String returns "Kind namespace/name".
-func (k Key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+// Key identifies one workload: an object.Ref of a workload kind.
+type Key = object.Ref
 
 // RefsAnnotation holds, on a workload in watcher's store, its references
 // (refs.Encode) in place of its pod template, which the store does not keep.

@@ -19,6 +19,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
@@ -366,7 +367,7 @@ func TestPolicyMaintenanceWindow(t *testing.T) {
 		HaveField("Kind", v1alpha1.TargetDeployment), HaveField("Name", "api"), HaveField("Reason", policy.ReasonMaintenanceWindow),
 		HaveField("Since.Time", BeTemporally("~", time.Now(), wait)))))
 	stayRollouts(t, api, 0)
-	NewWithT(t).Expect(events(t, ns, "api", controller.ReasonRestartHeld)).To(ConsistOf(ContainSubstring("outside the maintenance windows of ReloadPolicy p")))
+	NewWithT(t).Expect(events(t, ns, "api", hold.ReasonRestartHeld)).To(ConsistOf(ContainSubstring("outside the maintenance windows of ReloadPolicy p")))
 
 	editPolicy(t, c, p, func(p *v1alpha1.ReloadPolicy) {
 		p.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}}}

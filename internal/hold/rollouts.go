@@ -1,8 +1,7 @@
-package controller
+package hold
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -10,27 +9,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// observe updates what the guards know of key from its cached state, at
+// Observe updates what the guards know of key from its cached state, at
 // every reconcile of the workload: whether a rollout watcher started is in
 // progress (so that rollouts in progress are rebuilt from the cluster after
 // a restart of watcher or a lease handover), done, or gone; and whether a
 // person released the holds of a failed rollout on it.
-func (g *guards) observe(ctx context.Context, key workload.Key, cached *metav1.PartialObjectMetadata) {
+func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.PartialObjectMetadata) {
 	if g == nil {
 		return
 	}
 	if cached == nil {
-		g.rollouts.Gone(key.String())
+		g.rollouts.Gone(key)
 		g.unhold(ctx, key, "workload deleted")
 		g.wakeNext(ctx)
 		return
@@ -41,12 +40,12 @@ func (g *guards) observe(ctx context.Context, key workload.Key, cached *metav1.P
 		last, seen := g.release[key]
 		g.release[key] = v
 		g.mu.Unlock()
-		if seen && last != v && g.rollouts.Release(key.String()) {
+		if seen && last != v && g.rollouts.Release(key) {
 			ctrl.LoggerFrom(ctx).Info("Failed rollout released by annotation", "annotation", guard.ReleaseAnnotation)
 			g.wakeHeld(ctx, guard.ReasonFailedRollout)
 		}
 	}
-	f, ok := g.rollouts.Seen(key.String(), key.Kind, g.rollingByWatcher(a), cached.Generation, g.now(), nil)
+	f, ok := g.rollouts.Seen(key, g.rollingByWatcher(a), cached.Generation, g.now(), nil)
 	if !ok {
 		return
 	}
@@ -67,7 +66,7 @@ func (g *guards) observe(ctx context.Context, key workload.Key, cached *metav1.P
 // rollout watcher started is in progress: the cache marks a workload whose
 // rollout is not done with the restart ID on its template, and the record
 // names the restart ID of watcher's last restart.
-func (g *guards) rollingByWatcher(a map[string]string) bool {
+func (g *Guards) rollingByWatcher(a map[string]string) bool {
 	mark, rolling := a[guard.RollingAnnotation]
 	if !rolling {
 		return false
@@ -77,30 +76,21 @@ func (g *guards) rollingByWatcher(a map[string]string) bool {
 }
 
 // wakeNext decides again the waiters of the wave that may start now.
-func (g *guards) wakeNext(ctx context.Context) {
+func (g *Guards) wakeNext(ctx context.Context) {
 	for _, k := range g.rollouts.Next() {
-		if key, ok := parseKey(k); ok {
-			g.wakeNow(ctx, key)
-		}
+		g.wakeNow(ctx, k)
 	}
 }
 
-// parseKey reads a workload.Key.String().
-func parseKey(s string) (workload.Key, bool) {
-	kind, rest, ok := strings.Cut(s, " ")
-	ns, name, ok2 := strings.Cut(rest, "/")
-	return workload.Key{Kind: kind, Namespace: ns, Name: name}, ok && ok2
-}
-
-// configChanged is told of every update of a cached ConfigMap or Secret,
+// ConfigChanged is told of every update of a cached ConfigMap or Secret,
 // on every replica: it feeds the flap detector with data changes and their
 // writers, and releases the holds of failed rollouts when a person sets
 // guard.ReleaseAnnotation on the object.
-func (g *guards) configChanged(log logr.Logger, kind string, old, cur client.Object, dataChanged bool) {
+func (g *Guards) ConfigChanged(log logr.Logger, kind string, old, cur client.Object, dataChanged bool) {
 	if g == nil {
 		return
 	}
-	id := kind + " " + cur.GetNamespace() + "/" + cur.GetName()
+	id := object.Ref{Kind: kind, Namespace: cur.GetNamespace(), Name: cur.GetName()}
 	if was, now := old.GetAnnotations()[guard.ReleaseAnnotation], cur.GetAnnotations()[guard.ReleaseAnnotation]; was != now && now != "" {
 		n := g.rollouts.ReleaseSource(id)
 		log.Info("Held restarts released by annotation", "object", id, "annotation", guard.ReleaseAnnotation, "failedRollouts", n)
@@ -116,12 +106,12 @@ func (g *guards) configChanged(log logr.Logger, kind string, old, cur client.Obj
 	}
 	metrics.FlappingSources.Inc()
 	log.Info("Flapping: restarts caused by it are held", "object", id, "writers", g.flaps.Writers(id, g.now()), "why", msg)
-	g.recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonFlapping, "Restart", "%s", truncate(msg))
+	g.recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonFlapping, "Restart", "%s", note.Truncate(msg))
 	g.notifier.Notify(guard.Event{Type: guard.EventFlapping, Source: id, Reason: guard.ReasonFlapping, Message: msg, Time: g.now()})
 }
 
 // base is the context of the sweeper, once it runs.
-func (g *guards) base() context.Context {
+func (g *Guards) base() context.Context {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ctx == nil {
@@ -130,20 +120,17 @@ func (g *guards) base() context.Context {
 	return g.ctx
 }
 
-// source returns the work-queue source of the workloads woken.
-func (g *guards) source() source.TypedSource[Request] {
-	return source.TypedChannel(g.wake, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, r Request) []Request {
-		return []Request{r}
-	}))
-}
-
 // sweepEvery is how often the guards look at the time: rollouts past their
 // timeout, flapping sources quiet again, gauges.
 const sweepEvery = time.Second
 
+// Sweeper returns the runnable of the guards' clock, to add to the
+// manager: it runs on every replica.
+func (g *Guards) Sweeper(log logr.Logger) manager.Runnable { return sweeper{g: g, log: log} }
+
 // sweeper runs the guards' clock on every replica.
 type sweeper struct {
-	g   *guards
+	g   *Guards
 	log logr.Logger
 }
 
@@ -168,7 +155,7 @@ func (s sweeper) Start(ctx context.Context) error {
 	}
 }
 
-func (g *guards) sweep(ctx context.Context) {
+func (g *Guards) sweep(ctx context.Context) {
 	now := g.now()
 	log := ctrl.LoggerFrom(ctx)
 	stopped, flapping := g.flaps.Sweep(now)
@@ -186,19 +173,19 @@ func (g *guards) sweep(ctx context.Context) {
 }
 
 // failed reports a rollout past its timeout.
-func (g *guards) failed(ctx context.Context, f guard.Failure) {
-	key, ok := parseKey(f.Key)
-	if !ok || (!f.Here && g.cfg.Shared) {
+func (g *Guards) failed(ctx context.Context, f guard.Failure) {
+	key := f.Key
+	if !f.Here && g.cfg.Shared {
 		return // another replica started it, and reports it
 	}
-	metrics.FailedRollouts.WithLabelValues(f.Kind).Inc()
+	metrics.FailedRollouts.WithLabelValues(f.Key.Kind).Inc()
 	msg := "Rollout not done after " + g.cfg.RolloutTimeout.String()
 	if g.cfg.HoldOnFailure {
 		msg += "; the other restarts caused by the same change are held until it is done, or until " + guard.ReleaseAnnotation + " is set to a new value on it or on the ConfigMap/Secret"
 	}
-	ctrl.LoggerFrom(ctx).Info("Rollout failed", "workload", f.Key, "timeout", g.cfg.RolloutTimeout.String(), "holdOthers", g.cfg.HoldOnFailure)
+	ctrl.LoggerFrom(ctx).Info("Rollout failed", "workload", f.Key.String(), "timeout", g.cfg.RolloutTimeout.String(), "holdOthers", g.cfg.HoldOnFailure)
 	if obj, err := g.store.Get(key.Kind, key.Namespace, key.Name); err == nil && obj != nil {
-		g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "Rollout", "%s", truncate(msg))
+		g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "Rollout", "%s", note.Truncate(msg))
 	}
-	g.notifier.Notify(guard.Event{Type: guard.EventRolloutFailed, Workload: f.Key, Reason: guard.ReasonFailedRollout, Message: msg, Time: g.now()})
+	g.notifier.Notify(guard.Event{Type: guard.EventRolloutFailed, Workload: key, Reason: guard.ReasonFailedRollout, Message: msg, Time: g.now()})
 }

@@ -1,9 +1,16 @@
-package controller
+// Package hold wraps the pure restart guards of package guard with what
+// they need at run time: the state of the holds, the timers that wake held
+// workloads, the Events, the metrics and the notifications. The controller
+// asks Admit before a restart and calls Done after the write; it tells
+// Observe of every workload it reconciles and ConfigChanged of every update
+// of a ConfigMap or Secret; the workloads to decide again come out of
+// Wakes. Nothing else of the controller is known here.
+package hold
 
 import (
 	"cmp"
 	"context"
-	"math"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,16 +26,16 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
-	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/store"
-	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// GuardConfig sets the guards against restart storms (see package guard).
+// Config sets the guards against restart storms (see package guard).
 // The zero value turns every guard off.
-type GuardConfig struct {
+type Config struct {
 	// Budget restarts of one workload per BudgetWindow; 0: no limit.
 	Budget       int
 	BudgetWindow time.Duration
@@ -65,11 +72,11 @@ const (
 	ReasonRestartReleased = "RestartReleased"
 )
 
-// guards asks the chain of gates before every restart, remembers the
-// restarts it holds, and wakes them (through the work queue) when their
-// hold can end. A nil *guards admits everything.
-type guards struct {
-	cfg      GuardConfig
+// Guards asks the chain of gates before every restart, remembers the
+// restarts it holds, and wakes them (through Wakes) when their hold can
+// end. A nil *Guards admits everything.
+type Guards struct {
+	cfg      Config
 	store    *store.Store
 	recorder recorder.EventRecorder
 	notifier guard.Notifier
@@ -81,13 +88,13 @@ type guards struct {
 	chain    guard.Chain
 
 	// wake carries the workloads to decide again into the work queue.
-	wake chan event.TypedGenericEvent[Request]
+	wake chan event.TypedGenericEvent[object.Ref]
 
 	mu      sync.Mutex
 	ctx     context.Context // the sweeper's, for the timers
-	held    map[workload.Key]hold
-	timers  map[workload.Key]*time.Timer
-	release map[workload.Key]string // ReleaseAnnotation last seen on failed workloads
+	held    map[object.Ref]hold
+	timers  map[object.Ref]*time.Timer
+	release map[object.Ref]string // ReleaseAnnotation last seen on failed workloads
 }
 
 // hold is a restart held now.
@@ -102,13 +109,15 @@ type hold struct {
 	released bool
 }
 
-func newGuards(cfg GuardConfig, st *store.Store, rec recorder.EventRecorder) *guards {
-	g := &guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
+// New returns the guards of cfg, reading ConfigMaps and Secrets from st and
+// sending Events through rec.
+func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
+	g := &Guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
 		budget:   guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
 		flaps:    guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
 		rollouts: guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
-		wake:     make(chan event.TypedGenericEvent[Request], 1024),
-		held:     map[workload.Key]hold{}, timers: map[workload.Key]*time.Timer{}, release: map[workload.Key]string{},
+		wake:     make(chan event.TypedGenericEvent[object.Ref], 1024),
+		held:     map[object.Ref]hold{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
 	}
 	if g.notifier == nil {
 		g.notifier = guard.NopNotifier{}
@@ -127,24 +136,11 @@ func newGuards(cfg GuardConfig, st *store.Store, rec recorder.EventRecorder) *gu
 	return g
 }
 
-// gate asks the guards before a restart of key by p, unless p restarts
-// nothing (then any hold of key ends) or the workload's pods roll only
-// when deleted (onDelete: no rollout to guard). gated says whether done
-// must be called after the write; ok whether to write.
-func (r *Reconciler) gate(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan, onDelete string) (req guard.Request, gated, ok bool) {
-	if p.Action != plan.Restart || onDelete != "" {
-		r.guards.settled(ctx, key)
-		return guard.Request{}, false, true
-	}
-	req, ok = r.guards.admit(ctx, key, obj, p, func(err error) { r.invalidAnnotation(ctx, obj, err) })
-	return req, true, ok
-}
-
-// admit asks the gates whether key, whose plan p restarts it, may restart
+// Admit asks the gates whether key, whose plan p restarts it, may restart
 // now. When it may not, the restart is held: reported once, and the
 // workload woken when the hold can end. The caller writes the restart only
 // if ok, then calls done.
-func (g *guards) admit(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan, report func(error)) (req guard.Request, ok bool) {
+func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) (req guard.Request, ok bool) {
 	if g == nil {
 		return guard.Request{}, true
 	}
@@ -162,9 +158,9 @@ func (g *guards) admit(ctx context.Context, key workload.Key, obj client.Object,
 	return req, false
 }
 
-// done ends an admitted restart: written (err nil; obj is then the
+// Done ends an admitted restart: written (err nil; obj is then the
 // workload as the write left it) or not.
-func (g *guards) done(ctx context.Context, key workload.Key, obj client.Object, req guard.Request, err error) {
+func (g *Guards) Done(ctx context.Context, key object.Ref, obj client.Object, req guard.Request, err error) {
 	if g == nil {
 		return
 	}
@@ -172,11 +168,11 @@ func (g *guards) done(ctx context.Context, key workload.Key, obj client.Object, 
 		g.chain.Cancel(req)
 		return
 	}
-	g.rollouts.Wrote(key.String(), obj.GetGeneration())
+	g.rollouts.Wrote(key, obj.GetGeneration())
 	g.chain.Commit(req)
 	var last time.Time
 	for _, s := range req.Sources {
-		if t, ok := g.flaps.LastChange(s.ID); ok && t.After(last) {
+		if t, ok := g.flaps.LastChange(s.Object); ok && t.After(last) {
 			last = t
 		}
 	}
@@ -186,58 +182,46 @@ func (g *guards) done(ctx context.Context, key workload.Key, obj client.Object, 
 	g.unhold(ctx, key, "restarted")
 }
 
-// settled says that key needs no restart (any more).
-func (g *guards) settled(ctx context.Context, key workload.Key) {
+// Settled says that key needs no restart (any more).
+func (g *Guards) Settled(ctx context.Context, key object.Ref) {
 	if g == nil {
 		return
 	}
-	g.rollouts.Forget(key.String())
+	g.rollouts.Forget(key)
 	g.unhold(ctx, key, "no restart needed")
 }
 
 // request gathers what the gates need about a restart.
-func (g *guards) request(key workload.Key, obj client.Object, p plan.Plan, report func(error)) guard.Request {
-	req := guard.Request{Key: key.String(), Kind: key.Kind, Namespace: key.Namespace, Name: key.Name,
-		Priority: math.MaxInt32, Now: g.now()}
-	if s, ok := obj.GetAnnotations()[guard.PriorityAnnotation]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < math.MinInt32 || n >= math.MaxInt32 {
-			report(invalidPriority{s})
-		} else {
-			req.Priority = n
-		}
+func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report func(error)) guard.Request {
+	req := guard.Request{Workload: key, Now: g.now()}
+	prio, err := Priority(obj)
+	if err != nil {
+		report(err)
 	}
+	req.Priority = prio
 	if d, err := optin.PausePeriodOf(optin.Of(obj)); err != nil {
 		report(err)
 	} else {
 		req.PausePeriod = d
 	}
 	for _, c := range p.Changes {
-		id := describe(key.Namespace, c.Ref)
+		id := object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name}
 		sum := "gone"
 		if o, err := g.store.Get(string(c.Ref.Kind), key.Namespace, c.Ref.Name); err == nil && o != nil {
 			if d, err := hash.FromObject(o); err == nil {
 				sum = d.Sum
 			}
 		}
-		req.Sources = append(req.Sources, guard.Source{ID: id, Sum: sum})
+		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}
 	return req
 }
 
-type invalidPriority struct{ value string }
-
-func (e invalidPriority) Error() string {
-	return "invalid " + guard.PriorityAnnotation + " " + strconv.Quote(e.value) + ": want an integer; ordered after the workloads that have one"
-}
-
 // token joins the release annotations of obj and of the sources.
-func (g *guards) token(obj client.Object, sources []guard.Source) string {
+func (g *Guards) token(obj client.Object, sources []guard.Source) string {
 	parts := []string{obj.GetAnnotations()[guard.ReleaseAnnotation]}
 	for _, s := range sources {
-		kind, rest, _ := strings.Cut(s.ID, " ")
-		ns, name, _ := strings.Cut(rest, "/")
-		if o, err := g.store.Get(kind, ns, name); err == nil && o != nil {
+		if o, err := g.store.Get(s.Object.Kind, s.Object.Namespace, s.Object.Name); err == nil && o != nil {
 			parts = append(parts, o.GetAnnotations()[guard.ReleaseAnnotation])
 		}
 	}
@@ -246,7 +230,7 @@ func (g *guards) token(obj client.Object, sources []guard.Source) string {
 
 // held1 records a hold, reports it if it is new (or its reason changed),
 // and wakes the workload when it can end.
-func (g *guards) held1(ctx context.Context, key workload.Key, obj client.Object, req guard.Request, v guard.Verdict, token string) {
+func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, req guard.Request, v guard.Verdict, token string) {
 	g.mu.Lock()
 	h, was := g.held[key]
 	fresh := !was || h.reason != v.Reason
@@ -274,12 +258,12 @@ func (g *guards) held1(ctx context.Context, key workload.Key, obj client.Object,
 	if v.Reason == guard.ReasonWave || v.Reason == guard.ReasonPausePeriod { // waiting is what was asked for, not a problem
 		kind, why = corev1.EventTypeNormal, ReasonRestartWaiting
 	}
-	g.recorder.Eventf(obj, nil, kind, why, "Restart", "%s", truncate("Restart held ("+string(v.Reason)+"): "+v.Message))
-	g.notifier.Notify(guard.Event{Type: guard.EventHeld, Workload: key.String(), Reason: v.Reason, Message: v.Message, Time: req.Now})
+	g.recorder.Eventf(obj, nil, kind, why, "Restart", "%s", note.Truncate("Restart held ("+string(v.Reason)+"): "+v.Message))
+	g.notifier.Notify(guard.Event{Type: guard.EventHeld, Workload: key, Reason: v.Reason, Message: v.Message, Time: req.Now})
 }
 
 // unhold ends the hold of key, if any, saying why.
-func (g *guards) unhold(ctx context.Context, key workload.Key, why string) {
+func (g *Guards) unhold(ctx context.Context, key object.Ref, why string) {
 	g.mu.Lock()
 	h, was := g.held[key]
 	delete(g.held, key)
@@ -294,11 +278,11 @@ func (g *guards) unhold(ctx context.Context, key workload.Key, why string) {
 	metrics.RestartsHeld.WithLabelValues(string(h.reason)).Dec()
 	held := g.now().Sub(h.since).Round(time.Millisecond)
 	ctrl.LoggerFrom(ctx).Info("Held restart released", "reason", h.reason, "heldFor", held.String(), "because", why)
-	g.notifier.Notify(guard.Event{Type: guard.EventReleased, Workload: key.String(), Reason: h.reason, Message: why, Time: g.now()})
+	g.notifier.Notify(guard.Event{Type: guard.EventReleased, Workload: key, Reason: h.reason, Message: why, Time: g.now()})
 }
 
 // wakeAt decides key again at t.
-func (g *guards) wakeAt(ctx context.Context, key workload.Key, t time.Time) {
+func (g *Guards) wakeAt(ctx context.Context, key object.Ref, t time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if old := g.timers[key]; old != nil {
@@ -317,8 +301,8 @@ func (g *guards) wakeAt(ctx context.Context, key workload.Key, t time.Time) {
 }
 
 // wakeNow decides key again as soon as a worker is free.
-func (g *guards) wakeNow(ctx context.Context, key workload.Key) {
-	e := event.TypedGenericEvent[Request]{Object: Request{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name}}
+func (g *Guards) wakeNow(ctx context.Context, key object.Ref) {
+	e := event.TypedGenericEvent[object.Ref]{Object: key}
 	select {
 	case g.wake <- e:
 	default:
@@ -332,9 +316,9 @@ func (g *guards) wakeNow(ctx context.Context, key workload.Key) {
 }
 
 // wakeHeld decides again every workload held for one of reasons.
-func (g *guards) wakeHeld(ctx context.Context, reasons ...guard.Reason) {
+func (g *Guards) wakeHeld(ctx context.Context, reasons ...guard.Reason) {
 	g.mu.Lock()
-	var keys []workload.Key
+	var keys []object.Ref
 	for k, h := range g.held {
 		if slices.Contains(reasons, h.reason) {
 			keys = append(keys, k)
@@ -353,32 +337,52 @@ func until(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// guardConfig reads the guards' settings from the options.
-func guardConfig(o *options.Options) GuardConfig {
-	return GuardConfig{
-		Budget: o.RestartBudget.Count, BudgetWindow: o.RestartBudget.Per,
-		FlapThreshold: o.FlapThreshold.Count, FlapWindow: o.FlapThreshold.Per, FlapQuiet: o.FlapQuiet,
-		MaxConcurrent:  o.MaxConcurrentRollouts,
-		RolloutTimeout: o.RolloutTimeout,
-		HoldOnFailure:  o.OnFailedRollout == options.OnFailedHold,
-		Shared:         o.Lock != options.LockLease,
+// Priority reads guard.PriorityAnnotation of a workload: its restart's
+// order within its namespace's wave, lower first. Without the annotation,
+// or with one that is not an integer in [-1000, 1000] (reported as the
+// error), it is DefaultPriority, after every workload that has one.
+func Priority(obj client.Object) (int, error) {
+	s, ok := obj.GetAnnotations()[guard.PriorityAnnotation]
+	if !ok {
+		return DefaultPriority, nil
 	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < -MaxPriority || n > MaxPriority {
+		return DefaultPriority, fmt.Errorf("invalid %s %.40q: want an integer from %d to %d; ordered after the workloads that have one",
+			guard.PriorityAnnotation, s, -MaxPriority, MaxPriority)
+	}
+	return n, nil
 }
 
-// inWaveOrder sorts the workloads a change restarts as the wave starts
-// them: by guard.PriorityAnnotation, then namespace and name.
-func (r *Reconciler) inWaveOrder(keys []workload.Key) []workload.Key {
-	prio := make(map[workload.Key]int, len(keys))
+// MaxPriority bounds guard.PriorityAnnotation both ways. The priority
+// orders restarts only within a namespace, so its range need only be
+// wide enough for one team's workloads.
+const MaxPriority = 1000
+
+// DefaultPriority is the priority of a workload without the annotation.
+const DefaultPriority = MaxPriority + 1
+
+// InWaveOrder sorts the workloads a change restarts as the wave starts
+// them: by namespace, then by Priority (get reads a workload; nil: none),
+// then name and kind.
+func InWaveOrder(keys []object.Ref, get func(object.Ref) client.Object) []object.Ref {
+	prio := make(map[object.Ref]int, len(keys))
 	for _, k := range keys {
-		prio[k] = math.MaxInt32
-		if o, err := r.Store.Get(k.Kind, k.Namespace, k.Name); err == nil && o != nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(o.GetAnnotations()[guard.PriorityAnnotation])); err == nil {
-				prio[k] = n
-			}
+		prio[k] = DefaultPriority
+		if o := get(k); o != nil {
+			prio[k], _ = Priority(o)
 		}
 	}
-	slices.SortStableFunc(keys, func(a, b workload.Key) int {
-		return cmp.Or(cmp.Compare(prio[a], prio[b]), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
+	slices.SortStableFunc(keys, func(a, b object.Ref) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(prio[a], prio[b]), object.Compare(a, b))
 	})
 	return keys
+}
+
+// Wakes returns the workloads to decide again: their hold can end.
+func (g *Guards) Wakes() <-chan event.TypedGenericEvent[object.Ref] {
+	if g == nil {
+		return nil
+	}
+	return g.wake
 }

@@ -1,4 +1,4 @@
-package controller
+package hold
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestHoldOncePerHold(t *testing.T) {
 	now := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 	rec := events.NewFakeRecorder(10)
 	notes := &recording{}
-	g := newGuards(GuardConfig{Budget: 1, BudgetWindow: time.Hour, Notifier: notes, Now: func() time.Time { return now }}, nil, rec)
+	g := New(Config{Budget: 1, BudgetWindow: time.Hour, Notifier: notes, Now: func() time.Time { return now }}, nil, rec)
 	key := workload.Key{Kind: "Deployment", Namespace: "shop", Name: "web"}
 	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	p := plan.Plan{Action: plan.Restart}
@@ -37,14 +37,14 @@ func TestHoldOncePerHold(t *testing.T) {
 	gauge := metrics.RestartsHeld.WithLabelValues("budget")
 	before := testutil.ToFloat64(metrics.HeldRestarts.WithLabelValues("budget"))
 
-	req, ok := g.admit(ctx, key, obj, p, func(error) {})
+	req, ok := g.Admit(ctx, key, obj, p, func(error) {})
 	if !ok {
 		t.Fatal("first restart held")
 	}
-	g.done(ctx, key, obj, req, nil)
+	g.Done(ctx, key, obj, req, nil)
 	for i := range 3 {
 		now = now.Add(time.Minute)
-		if _, ok := g.admit(ctx, key, obj, p, func(error) {}); ok {
+		if _, ok := g.Admit(ctx, key, obj, p, func(error) {}); ok {
 			t.Fatalf("restart %d within the budget admitted", i+2)
 		}
 	}
@@ -62,11 +62,11 @@ func TestHoldOncePerHold(t *testing.T) {
 	}
 	// A person sets the release annotation: the next decision restarts.
 	obj.Annotations = map[string]string{guard.ReleaseAnnotation: "1"}
-	req, ok = g.admit(ctx, key, obj, p, func(error) {})
+	req, ok = g.Admit(ctx, key, obj, p, func(error) {})
 	if !ok || !req.Released {
 		t.Fatalf("released restart held: %+v", req)
 	}
-	g.done(ctx, key, obj, req, nil)
+	g.Done(ctx, key, obj, req, nil)
 	if testutil.ToFloat64(gauge) != 0 {
 		t.Errorf("watcher_restarts_held{reason=budget} = %v after release", testutil.ToFloat64(gauge))
 	}
@@ -78,7 +78,7 @@ func TestHoldOncePerHold(t *testing.T) {
 		t.Errorf("notifications %v, want held, released", types)
 	}
 	// Nothing held: settling says nothing.
-	g.settled(ctx, key)
+	g.Settled(ctx, key)
 	if len(notes.events) != 2 {
 		t.Errorf("settled notified: %v", notes.events)
 	}
@@ -86,10 +86,10 @@ func TestHoldOncePerHold(t *testing.T) {
 
 // TestNilGuardsAdmit: a Reconciler built without guards (tests) restarts.
 func TestNilGuardsAdmit(t *testing.T) {
-	var g *guards
-	if _, ok := g.admit(context.Background(), workload.Key{}, &appsv1.Deployment{}, plan.Plan{Action: plan.Restart}, nil); !ok {
+	var g *Guards
+	if _, ok := g.Admit(context.Background(), workload.Key{}, &appsv1.Deployment{}, plan.Plan{Action: plan.Restart}, nil); !ok {
 		t.Error("nil guards held")
 	}
-	g.observe(context.Background(), workload.Key{}, nil)
-	g.settled(context.Background(), workload.Key{})
+	g.Observe(context.Background(), workload.Key{}, nil)
+	g.Settled(context.Background(), workload.Key{})
 }
