@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -53,7 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		return nil
 	}
 	kind, _ := workload.ByName(key.Kind)
-	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy)
+	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy, r.guards.State(req, obj))
 	err = r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)
@@ -163,11 +164,12 @@ func describe(namespace string, ref refs.Ref) string {
 
 // patchFor builds the one patch for p: the record and the ID of its hash
 // key on the workload's metadata, for a restart the strategy's change of the
-// pod template (where kind keeps it), and the resourceVersion precondition.
+// pod template (where kind keeps it) with the guards' state (state, unless
+// ""), and the resourceVersion precondition.
 // It is a JSON merge patch, unless the strategy's change needs another type
 // (a strategic merge patch for the env strategy): metadata merges alike in
 // both, a null removing an annotation.
-func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Kind, s restart.Strategy) (types.PatchType, []byte) {
+func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Kind, s restart.Strategy, state string) (types.PatchType, []byte) {
 	var record, key any = nil, nil // Forget removes the annotations
 	if p.Action != plan.Forget {
 		record, key = p.Record.String(), hashKeyID
@@ -179,6 +181,9 @@ func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Ki
 		},
 	}
 	patchType := types.MergePatchType
+	if p.Action == plan.Restart && state != "" {
+		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[guard.StateAnnotation] = state
+	}
 	if p.Action == plan.Restart {
 		var at map[string]any
 		patchType, at = restart.Patch(s, restart.Workload{Kind: kind, Object: obj, ID: p.Record.RestartID()})

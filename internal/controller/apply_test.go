@@ -24,7 +24,7 @@ func TestPatchFor(t *testing.T) {
 		{plan.Restart, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}`},
 	}
 	for _, tt := range tests {
-		pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", workload.Deployment, restart.Annotation{})
+		pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", workload.Deployment, restart.Annotation{}, "")
 		if got := string(patch); got != tt.want {
 			t.Errorf("%v:\n got %s\nwant %s", tt.action, got, tt.want)
 		}
@@ -39,7 +39,7 @@ func TestPatchFor(t *testing.T) {
 func TestPatchForNestedTemplate(t *testing.T) {
 	rec := plan.Record{"ConfigMap/cfg": nil}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
-	_, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", cronJob, restart.Annotation{})
+	_, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", cronJob, restart.Annotation{}, "")
 	got := string(patch)
 	want := `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}}}`
 	if got != want {

@@ -12,6 +12,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -47,7 +48,10 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 	if obj != nil {
 		id = req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
 	}
-	held, outcome, err := r.Config.Locker.Acquire(ctx, id)
+	held, outcome, err := r.pending.take(req, id)
+	if held == nil {
+		held, outcome, err = r.Config.Locker.Acquire(ctx, id)
+	}
 	switch {
 	case err != nil:
 		metrics.LockAcquisitions.WithLabelValues("error").Inc()
@@ -67,7 +71,19 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
 	}
 	metrics.LockAcquisitions.WithLabelValues("acquired").Inc()
-	err = r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req, meta)
+	holding, err := r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req, meta)
+	if err == nil && holding && obj != nil && r.pending != nil {
+		// Some users' restarts are held (a wave, a budget, a window): the
+		// change is not done until they are written. The lock is kept
+		// (refreshed by the locker), so no other replica takes the change
+		// while this one holds it; if this replica stops, the lock expires
+		// and another replica takes the change and decides its users again
+		// from the cluster, where their records are still behind.
+		r.pending.keep(req, id, held)
+		log.V(1).Info("Change held for some users; keeping its lock", "change", id)
+		return reconcile.Result{RequeueAfter: heldRecheck}, nil
+	}
+	r.pending.drop(req)
 	// Release even when ctx was cancelled (watcher is stopping): another
 	// replica then takes the change at once rather than after the lock's
 	// TTL. The locker bounds the call itself.
@@ -92,15 +108,22 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 //
 // meta is true when only the object's labels or annotations changed: its
 // users record it as it is now, and nothing is counted as a data change.
-func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) error {
+func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) (holding bool, _ error) {
 	log := ctrl.LoggerFrom(ctx)
 	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
 	if err != nil {
 		metrics.Errors.WithLabelValues("index").Inc()
-		return err
+		return false, err
 	}
 	if !meta {
 		metrics.ConfigChanges.WithLabelValues(req.Kind).Inc()
+		if len(users) > 0 {
+			// Counted for flapping once per handled change, and only for
+			// objects that workloads use.
+			if cur, err := r.Store.Get(req.Kind, req.Namespace, req.Name); err == nil && cur != nil {
+				r.guards.Handled(ctx, object.Ref{Kind: req.Kind, Namespace: req.Namespace, Name: req.Name}, cur)
+			}
+		}
 	}
 	id := refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name}.ID()
 	var errs []error
@@ -108,7 +131,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) er
 	var act []workload.Key
 	ignoredBy := "" // the rule that ignored the change, for some user
 	if err := r.Config.Key.Current(); err != nil {
-		return err
+		return false, err
 	}
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
@@ -157,8 +180,9 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) er
 		if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
 			errs = append(errs, err)
 		}
+		holding = holding || r.guards.Holding(key)
 	}
-	return errors.Join(errs...)
+	return holding, errors.Join(errs...)
 }
 
 // changedKeys returns the keys of the object id that p found changed,

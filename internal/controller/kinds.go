@@ -111,13 +111,23 @@ type optionalWorkload struct {
 	kind  workload.Kind
 	store *store.Store
 	watch func(source.TypedSource[Request]) error
+	// gone is told when the kind is no longer served.
+	gone func(kind string)
 }
 
 func (w *optionalWorkload) Name() string       { return w.kind.Name() }
 func (w *optionalWorkload) APIVersion() string { return w.kind.APIVersion() }
 func (w *optionalWorkload) Resource() string   { return w.kind.Resource }
 func (w *optionalWorkload) Enabled() bool      { return w.store.Enabled(w.kind) }
-func (w *optionalWorkload) Disable()           { w.store.Disable(w.kind) }
+
+// Disable stops the kind's informers and forgets what the guards kept of
+// its workloads (their rollouts, failures and waits).
+func (w *optionalWorkload) Disable() {
+	w.store.Disable(w.kind)
+	if w.gone != nil {
+		w.gone(w.kind.Name())
+	}
+}
 
 // Enable starts the kind's informers in the store and makes each a source
 // of the controller.

@@ -51,8 +51,10 @@ type Reconciler struct {
 	policyDry *dryRun
 	// kinds tells metadata-only changes from data changes (handler.go).
 	kinds *changeKinds
-	// guards hold restarts that would be a storm (see hold.go).
+	// guards hold restarts that would be a storm (see package hold).
 	guards *hold.Guards
+	// pending keeps the locks of changes whose users are held.
+	pending *pendingLocks
 }
 
 // Reconcile processes one request: a changed object or a workload.

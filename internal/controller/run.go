@@ -85,6 +85,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	}
 	// Maintenance windows are the first gate of the hold seam.
 	guards := guardConfig(o)
+	guards.Sign = func(b []byte) string { return hasher.MAC(b) }
 	guards.Gates = append(guards.Gates, policy.WindowGate{Index: policies, Store: st, Status: status})
 	metricsAddr, err := pickPort(o.MetricsAddr)
 	if err != nil {
@@ -191,7 +192,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Wildcards:                 r.Wildcards,
 		Annotate:                  annotate,
 		Dynamic:                   dyn,
-		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation}, optin.WorkloadKeys...),
+		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
 	})
 }

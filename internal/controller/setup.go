@@ -161,6 +161,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		r.policyDry = newDryRun()
 	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
+	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
@@ -222,7 +223,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	var apis []optionalAPI
 	for _, k := range workload.Kinds {
 		if k.Optional {
-			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch})
+			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch, gone: r.guards.GoneKind})
 		}
 	}
 	if so := cfg.SealedSecrets; so != nil {

@@ -66,7 +66,7 @@ func TestPatchForStrategies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", tt.kind, tt.strategy)
+			pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", tt.kind, tt.strategy, "")
 			if string(patch) != tt.want {
 				t.Errorf("\n got %s\nwant %s", patch, tt.want)
 			}
@@ -98,7 +98,7 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := plan.Record{"ConfigMap/cfg": nil}
-	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, r.Config.Strategy))
+	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, r.Config.Strategy), "")
 	if err := apiServer.Patch(context.Background(), obj, client.RawPatch(pt, patch)); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"github.com/watcher-dev/watcher/internal/object"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,7 +11,10 @@ import (
 // Budget holds the restarts of a workload beyond Max in any Window: the
 // restart that would be the Max+1-th is held until the oldest leaves the
 // window, then brings the workload to the latest content in one rollout.
-// Max 0 admits everything. The history is kept in memory, per replica.
+// Max 0 admits everything. The history is the restarts this replica wrote
+// and those the cluster keeps on the workload (Request.History, from
+// StateAnnotation), so that it survives a restart of watcher and a lease
+// handover.
 //
 //	restarts in the last Window   verdict
 //	fewer than Max                admit
@@ -36,7 +40,7 @@ func (b *Budget) Check(r Request) Verdict {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h := b.prune(r.Workload, r.Now)
+	h := b.merged(r)
 	if len(h) < b.Max {
 		return Verdict{}
 	}
@@ -53,11 +57,41 @@ func (b *Budget) Commit(r Request) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h := append(b.prune(r.Workload, r.Now), r.Now)
+	h := append(b.merged(r), r.Now)
 	if len(h) > b.Max { // only the last Max matter
 		h = append(h[:0], h[len(h)-b.Max:]...)
 	}
 	b.hist[r.Workload] = h
+}
+
+// merged returns, b.mu held, the restarts of r's workload within the window: those of
+// this replica and those of r.History, each once (to the second, the
+// precision of StateAnnotation), oldest first.
+func (b *Budget) merged(r Request) []time.Time {
+	h := slices.Clone(b.prune(r.Workload, r.Now))
+	for _, t := range r.History {
+		if t.After(r.Now.Add(-b.Window)) && !slices.ContainsFunc(h, func(x time.Time) bool { return x.Unix() == t.Unix() }) {
+			h = append(h, t)
+		}
+	}
+	slices.SortFunc(h, time.Time.Compare)
+	return h
+}
+
+// Times returns the restarts to keep in the cluster after a restart of r
+// written at r.Now: those within the window, r.Now included, at most Max
+// (MaxStateTimes).
+func (b *Budget) Times(r Request) []time.Time {
+	if b.Max <= 0 {
+		return []time.Time{r.Now}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := append(b.merged(r), r.Now)
+	if n := min(b.Max, MaxStateTimes); len(h) > n {
+		h = h[len(h)-n:]
+	}
+	return h
 }
 
 // prune drops the restarts of key that left the window.

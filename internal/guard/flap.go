@@ -31,14 +31,12 @@ type Flaps struct {
 	src map[object.Ref]*flap
 }
 
-// maxChanges bounds the change times kept per source.
-const maxChanges = 1024
-
 // maxWriters bounds the writers named per source.
 const maxWriters = 4
 
 type flap struct {
-	times    []time.Time // in Window, oldest first, at most maxChanges
+	times    []time.Time // changes in Window, oldest first, at most Threshold+1
+	raw      time.Time   // the last write seen (Touch)
 	writers  []writer    // most recent last
 	flapping bool
 }
@@ -53,9 +51,11 @@ func NewFlaps(threshold int, window, quiet time.Duration) *Flaps {
 	return &Flaps{Threshold: threshold, Window: window, Quiet: quiet, src: map[object.Ref]*flap{}}
 }
 
-// Observe records a change of the source id, made by writers, at now. It
-// returns a message when the source starts flapping with this change.
-func (f *Flaps) Observe(id object.Ref, now time.Time, writers []string) (started bool, message string) {
+// Touch records a write of the source id's data by writers at now, as the
+// informer sees it: for the reaction time (LastChange) and the writers the
+// messages name. It counts nothing: a burst of writes that the controller
+// coalesces into one change is one change (Observe).
+func (f *Flaps) Touch(id object.Ref, now time.Time, writers []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.src[id]
@@ -63,15 +63,30 @@ func (f *Flaps) Observe(id object.Ref, now time.Time, writers []string) (started
 		s = &flap{}
 		f.src[id] = s
 	}
+	s.raw = now
+	for _, w := range writers {
+		s.wrote(w, now)
+	}
+}
+
+// Observe counts a change of the source id handled at now: the changes
+// coalesced by the controller's debounce, of a source that workloads use.
+// It returns a message when the source starts flapping with this change.
+func (f *Flaps) Observe(id object.Ref, now time.Time) (started bool, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.src[id]
+	if s == nil {
+		s = &flap{raw: now}
+		f.src[id] = s
+	}
 	if s.flapping && now.Sub(s.last()) >= f.Quiet {
 		s.flapping = false
 	}
 	s.times = append(s.inWindow(now, f.Window), now)
-	if len(s.times) > maxChanges {
-		s.times = s.times[len(s.times)-maxChanges:]
-	}
-	for _, w := range writers {
-		s.wrote(w, now)
+	// Only the last Threshold+1 changes can make it flap.
+	if keep := max(f.Threshold+1, 1); len(s.times) > keep {
+		s.times = s.times[len(s.times)-keep:]
 	}
 	if f.Threshold <= 0 || s.flapping || len(s.times) <= f.Threshold {
 		return false, ""
@@ -128,7 +143,7 @@ func (s *flap) names(now time.Time, window time.Duration) []string {
 }
 
 func (f *Flaps) message(id object.Ref, s *flap, now time.Time) string {
-	return fmt.Sprintf("%s changed %d times in %s by %s; restarts held until it is quiet for %s",
+	return fmt.Sprintf("%s changed %d times in %s (after coalescing bursts) by %s; restarts held until it is quiet for %s",
 		id, len(s.inWindow(now, f.Window)), short(f.Window), join(s.names(now, f.Window)), short(f.Quiet))
 }
 
@@ -156,8 +171,8 @@ func (f *Flaps) Check(r Request) Verdict {
 func (f *Flaps) LastChange(id object.Ref) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s := f.src[id]; s != nil && len(s.times) > 0 {
-		return s.last(), true
+	if s := f.src[id]; s != nil && !s.raw.IsZero() {
+		return s.raw, true
 	}
 	return time.Time{}, false
 }
@@ -175,7 +190,7 @@ func (f *Flaps) Sweep(now time.Time) (stopped []object.Ref, flapping int) {
 		}
 		if s.flapping {
 			flapping++
-		} else if now.Sub(s.last()) > f.Window {
+		} else if last := s.last(); now.Sub(last) > f.Window && now.Sub(s.raw) > f.Window {
 			delete(f.src, id)
 		}
 	}

@@ -89,6 +89,10 @@ type Request struct {
 	// (ReleaseAnnotation): the budget, flapping and failed-rollout gates
 	// admit it.
 	Released bool
+	// History are the workload's earlier restarts as the cluster keeps
+	// them (State.Times of its StateAnnotation, verified): the budget
+	// counts them whichever replica wrote them.
+	History []time.Time
 	// Now is the time of the question.
 	Now time.Time
 }

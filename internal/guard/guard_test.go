@@ -107,7 +107,7 @@ func TestFlaps(t *testing.T) {
 				{at: 2 * time.Second, writers: []string{"vault-injector"}}, {at: 3 * time.Second, writers: []string{"cert-manager"}},
 				{at: 4 * time.Second}, {at: 5 * time.Second, writers: []string{"vault-injector"}, starts: true}, {at: 6 * time.Second}},
 			ask: 7 * time.Second, until: 6*time.Second + 2*time.Minute,
-			message: "Secret shop/tls changed 7 times in 10m by cert-manager and vault-injector; restarts held until it is quiet for 2m",
+			message: "Secret shop/tls changed 6 times in 10m (after coalescing bursts) by cert-manager and vault-injector; restarts held until it is quiet for 2m",
 		},
 		{
 			name: "quiet for 2m: released, one restart",
@@ -131,7 +131,8 @@ func TestFlaps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := guard.NewFlaps(5, 10*time.Minute, 2*time.Minute)
 			for i, c := range tt.changes {
-				started, msg := f.Observe(src.Object, at(c.at), c.writers)
+				f.Touch(src.Object, at(c.at), c.writers)
+				started, msg := f.Observe(src.Object, at(c.at))
 				if started != c.starts {
 					t.Fatalf("change %d at %s: started %v (%q), want %v", i, c.at, started, msg, c.starts)
 				}
@@ -159,11 +160,13 @@ func TestFlaps(t *testing.T) {
 
 func TestFlapsSweep(t *testing.T) {
 	f := guard.NewFlaps(1, time.Minute, 10*time.Second)
-	f.Observe(obj("ConfigMap a/x"), at(0), []string{"a"})
-	if started, _ := f.Observe(obj("ConfigMap a/x"), at(time.Second), []string{"b"}); !started {
+	f.Touch(obj("ConfigMap a/x"), at(0), []string{"a"})
+	f.Observe(obj("ConfigMap a/x"), at(0))
+	f.Touch(obj("ConfigMap a/x"), at(time.Second), []string{"b"})
+	if started, _ := f.Observe(obj("ConfigMap a/x"), at(time.Second)); !started {
 		t.Fatal("not flapping after 2 changes with threshold 1")
 	}
-	f.Observe(obj("ConfigMap a/y"), at(time.Second), nil)
+	f.Observe(obj("ConfigMap a/y"), at(time.Second))
 	if stopped, n := f.Sweep(at(5 * time.Second)); len(stopped) != 0 || n != 1 {
 		t.Errorf("Sweep at 5s = %v, %d; want none stopped, 1 flapping", stopped, n)
 	}
@@ -178,7 +181,8 @@ func TestFlapsSweep(t *testing.T) {
 	}
 	off := guard.NewFlaps(0, time.Minute, time.Second)
 	for i := range 10 {
-		if started, _ := off.Observe(obj("ConfigMap a/x"), at(time.Duration(i)), nil); started {
+		off.Touch(obj("ConfigMap a/x"), at(time.Duration(i)), nil)
+		if started, _ := off.Observe(obj("ConfigMap a/x"), at(time.Duration(i))); started {
 			t.Fatal("threshold 0 flaps")
 		}
 	}

@@ -60,3 +60,10 @@ func (p *Pauses) Commit(r Request) {
 	defer p.mu.Unlock()
 	delete(p.first, r.Workload)
 }
+
+// Gone forgets key: the workload was deleted.
+func (p *Pauses) Gone(key object.Ref) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.first, key)
+}

@@ -10,10 +10,12 @@ import (
 )
 
 // RollingAnnotation, on a workload kept in watcher's cache (never on the
-// API server: its key has two slashes), says that its rollout is not done;
-// its value is the restart ID on its pod template (Mark), so that the
-// controller can tell the rollouts it started. It is absent once the
-// rollout is done, so the cache holds nothing more for settled workloads.
+// API server: its key has two slashes), says that the rollout of a
+// workload watcher restarted (it has StateAnnotation) is not done. Whether
+// the rollout is watcher's is decided from StateAnnotation (Rollouts.Seen),
+// never from marks on the pod template, which anyone can copy and which a
+// change of restart strategy leaves stale. It is absent once the rollout is
+// done, so the cache holds nothing more for settled workloads.
 const RollingAnnotation = "watcher.dev/cached/rolling"
 
 // The marks a restart leaves on a pod template (see package restart): the
@@ -132,9 +134,11 @@ func argoRolling(u *unstructured.Unstructured) bool {
 	return true
 }
 
-// Mark returns the restart ID watcher's last restart left on a pod
-// template: the annotation, else the env var of the first container that
-// has it; "" if none.
+// Mark returns a restart ID a restart of watcher left on a pod template:
+// the annotation, else the env var of the first container that has it; ""
+// if none. It tells that watcher restarted the workload once (tests, the
+// benchmark), not which restart is current: a change of strategy leaves
+// the other's mark.
 func Mark(tmpl *corev1.PodTemplateSpec) string {
 	if tmpl == nil {
 		return ""

@@ -3,55 +3,80 @@ package guard
 import (
 	"cmp"
 	"fmt"
-	"github.com/watcher-dev/watcher/internal/object"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Rollouts tracks the rollouts watcher started and schedules restarts in
 // waves: a restart starts only while fewer than Max rollouts are in
-// progress (Max 0: no limit), in order of priority, then namespace and
-// name. A rollout in progress for longer than Timeout has failed: it no
-// longer counts against Max, and, with HoldOnFailure, the restarts caused
-// by the same change (same source, same content) are held (FailedGate)
-// until it finishes or a person releases them.
+// progress (Max 0: no limit). A rollout in progress for longer than
+// Timeout has failed: it no longer counts against Max, and, with
+// HoldOnFailure, the restarts caused by the same change (same source, same
+// content) are held (FailedGate) until it finishes or a person releases
+// them.
+//
+// Slots are shared fairly between namespaces, since the wave is shared by
+// every tenant of the cluster:
+//
+//   - a namespace holds at most Max-1 slots (Max >= 2), so another
+//     namespace always finds one free; while other namespaces wait, at most
+//     half of them, rounded up;
+//   - a free slot goes to the namespace with the fewest rollouts in
+//     progress, then to the restart waiting longest; the priority
+//     annotation orders restarts only within their namespace;
+//   - a rollout is timed from its first restart: restarting a workload
+//     again while it rolls takes no new slot and does not extend its
+//     timeout.
+//
+// A rollout is watcher's only while the workload is at the generation
+// watcher's restart wrote (State.Generation) and its StateAnnotation is
+// signed by this installation for its UID: a copy or a forgery of the
+// annotations is not watcher's rollout, nor is a later scale-up, drain or
+// edit of the workload (another generation), nor the same generation
+// unavailable again after its rollout was seen done.
 //
 //	event                                       effect
-//	Check, a slot free and no waiter ahead      admit and reserve the slot
-//	Check, otherwise                            hold (wave), wait in order
+//	Check, a free slot is this restart's        admit and reserve the slot
+//	Check, otherwise                            hold (wave), wait
 //	Commit (restart written)                    in progress, clock starts
+//	                                            (kept if already rolling)
 //	Cancel (not written)                        the slot is free again
-//	Seen rolling, not tracked                   in progress (found in the
-//	                                            cluster: a restart of
-//	                                            watcher, a handover)
-//	Seen done, in progress                      finished (Finished), unless
-//	                                            seen at a generation older
-//	                                            than the restart's (Wrote)
+//	Seen rolling by watcher, not tracked        in progress from State.At
+//	                                            (a restart of watcher, a
+//	                                            handover); failed at once,
+//	                                            quietly, if older than Timeout
+//	Seen done or not watcher's, in progress     finished (Finished)
 //	Seen done, failed                           recovered: holds lifted
 //	Sweep, in progress longer than Timeout      failed (Failure)
 //	Gone (workload deleted)                     forgotten
-//
-// What is in progress is rebuilt from the cluster (Seen), so it survives a
-// restart of watcher; the order of waiters is in memory, and rebuilt as the
-// held workloads are decided again.
 type Rollouts struct {
 	Max           int
 	Timeout       time.Duration
 	HoldOnFailure bool
+	// WaitWarn is how long a restart may wait for a slot before Sweep
+	// reports it (Starved); 0: Timeout, or 10 minutes without one.
+	WaitWarn time.Duration
 
 	mu      sync.Mutex
 	running map[object.Ref]*rollout
 	failed  map[object.Ref]*rollout
-	waiting map[object.Ref]waiter
+	waiting map[object.Ref]*waiter
+	// done is the generation whose rollout was seen done, per workload:
+	// that generation unavailable again is not watcher's rollout.
+	done map[object.Ref]int64
 }
 
 type rollout struct {
-	kind    string
 	start   time.Time
 	sources []Source
 	// here: started by this replica (not found in the cluster).
 	here bool
+	// found: found in the cluster already past its timeout after a
+	// restart of watcher: reported by the replica that saw it fail.
+	found bool
 	// generation is the workload's generation the restart wrote: an
 	// older state of the workload says nothing about this rollout.
 	generation int64
@@ -63,12 +88,16 @@ type rollout struct {
 type waiter struct {
 	priority int
 	key      object.Ref
+	since    time.Time
+	// warned: Sweep reported that it waits too long.
+	warned bool
 }
 
 // NewRollouts returns a tracker and wave scheduler.
 func NewRollouts(max int, timeout time.Duration, holdOnFailure bool) *Rollouts {
 	return &Rollouts{Max: max, Timeout: timeout, HoldOnFailure: holdOnFailure,
-		running: map[object.Ref]*rollout{}, failed: map[object.Ref]*rollout{}, waiting: map[object.Ref]waiter{}}
+		running: map[object.Ref]*rollout{}, failed: map[object.Ref]*rollout{},
+		waiting: map[object.Ref]*waiter{}, done: map[object.Ref]int64{}}
 }
 
 // Check implements Gate: the wave.
@@ -78,51 +107,133 @@ func (w *Rollouts) Check(r Request) Verdict {
 	if _, ok := w.running[r.Workload]; ok || w.Max <= 0 {
 		// Its own rollout is still going: the next one replaces it, and
 		// takes no other slot.
-		delete(w.waiting, r.Workload)
-		w.reserve(r)
+		w.admitted(r)
 		return Verdict{}
 	}
-	me := waiter{priority: r.Priority, key: r.Workload}
-	w.waiting[r.Workload] = me
-	ahead := 0
-	for _, o := range w.waiting {
-		if before(o, me) {
-			ahead++
-		}
+	me := w.waiting[r.Workload]
+	if me == nil {
+		me = &waiter{key: r.Workload, since: r.Now}
+		w.waiting[r.Workload] = me
 	}
-	free := w.Max - len(w.running)
-	if ahead < free {
-		delete(w.waiting, r.Workload)
-		w.reserve(r)
+	me.priority = r.Priority
+	order := w.order()
+	if i := slices.Index(order, me); i >= 0 && i < w.Max-len(w.running) {
+		w.admitted(r)
 		return Verdict{}
+	}
+	ahead := slices.Index(order, me)
+	if ahead < 0 {
+		ahead = len(order)
 	}
 	return Verdict{Hold: true, Reason: ReasonWave,
-		Message: fmt.Sprintf("waiting for a rollout slot: %d of %d rollouts in progress, %d restarts ahead", len(w.running), w.Max, ahead)}
+		Message: fmt.Sprintf("waiting for a rollout slot: %d of %d rollouts in progress (%d in namespace %s), %d restarts ahead",
+			len(w.running), w.Max, w.inNamespace(r.Workload.Namespace), r.Workload.Namespace, ahead)}
 }
 
-func (w *Rollouts) reserve(r Request) {
+// admitted takes r out of the wave and reserves its slot.
+func (w *Rollouts) admitted(r Request) {
+	if x := w.waiting[r.Workload]; x != nil {
+		waveWait(r.Now.Sub(x.since))
+		delete(w.waiting, r.Workload)
+	}
 	if old, ok := w.running[r.Workload]; ok {
 		old.reserved = true
 		return
 	}
-	w.running[r.Workload] = &rollout{kind: r.Workload.Kind, start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
+	w.running[r.Workload] = &rollout{start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
 }
 
-// before orders waiters: lower priority first, then namespace, name, key.
-func before(a, b waiter) bool {
-	return cmp.Or(cmp.Compare(a.priority, b.priority), object.Compare(a.key, b.key)) < 0
+// WaveWait, when set, observes how long each restart admitted by the wave
+// waited for its slot (the controller's histogram).
+var WaveWait func(time.Duration)
+
+func waveWait(d time.Duration) {
+	if WaveWait != nil {
+		WaveWait(d)
+	}
 }
 
-// Commit implements Committer: the rollout is in progress from now.
+// order returns the waiters that may take the free slots, in the order
+// they take them: one at a time, each to the namespace with the fewest
+// rollouts in progress (counting the slots given in this order), under
+// its share; within a namespace by priority, then name; between equal
+// namespaces the one waiting longest.
+func (w *Rollouts) order() []*waiter {
+	byNS := map[string][]*waiter{}
+	for _, x := range w.waiting {
+		byNS[x.key.Namespace] = append(byNS[x.key.Namespace], x)
+	}
+	for _, q := range byNS {
+		slices.SortFunc(q, func(a, b *waiter) int {
+			return cmp.Or(cmp.Compare(a.priority, b.priority), object.Compare(a.key, b.key))
+		})
+	}
+	load := map[string]int{}
+	for k := range w.running {
+		load[k.Namespace]++
+	}
+	limit := w.share(len(byNS))
+	var out []*waiter
+	for {
+		var best string
+		found := false
+		for ns, q := range byNS {
+			if len(q) == 0 || load[ns] >= limit {
+				continue
+			}
+			if !found || load[ns] < load[best] || (load[ns] == load[best] &&
+				(q[0].since.Before(byNS[best][0].since) || (q[0].since.Equal(byNS[best][0].since) && ns < best))) {
+				best, found = ns, true
+			}
+		}
+		if !found {
+			return out
+		}
+		out = append(out, byNS[best][0])
+		byNS[best] = byNS[best][1:]
+		load[best]++
+	}
+}
+
+// share returns the most slots a namespace may hold: Max-1 (Max >= 2), so
+// that another namespace always finds one; while other namespaces wait
+// too, half of Max, rounded up.
+func (w *Rollouts) share(waitingNamespaces int) int {
+	switch {
+	case w.Max < 2:
+		return w.Max
+	case waitingNamespaces > 1:
+		return (w.Max + 1) / 2
+	}
+	return w.Max - 1
+}
+
+func (w *Rollouts) inNamespace(ns string) int {
+	n := 0
+	for k := range w.running {
+		if k.Namespace == ns {
+			n++
+		}
+	}
+	return n
+}
+
+// Commit implements Committer: the rollout is in progress from now, or,
+// if the workload was still rolling, from when that rollout started.
 func (w *Rollouts) Commit(r Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	gen := int64(0)
+	ro := &rollout{start: r.Now, here: true}
 	if old, ok := w.running[r.Workload]; ok {
-		gen = old.generation
+		ro.generation = old.generation
+		if !old.fresh {
+			ro.start, ro.here = old.start, old.here
+		}
 	}
-	w.running[r.Workload] = &rollout{kind: r.Workload.Kind, start: r.Now, sources: r.Sources, here: true, generation: gen}
+	ro.sources = r.Sources
+	w.running[r.Workload] = ro
 	delete(w.failed, r.Workload)
+	delete(w.done, r.Workload)
 }
 
 // Cancel implements Canceller: a reserved slot is free again, and a
@@ -148,6 +259,9 @@ type Finished struct {
 	Duration time.Duration
 	// Recovered: it had failed (timed out) before.
 	Recovered bool
+	// Quiet: nothing to say about it (it was found failed after a restart
+	// of watcher, and never reported by this replica).
+	Quiet bool
 }
 
 // Wrote records the generation of the workload that the restart of key
@@ -161,29 +275,63 @@ func (w *Rollouts) Wrote(key object.Ref, generation int64) {
 	}
 }
 
-// Seen records the state of a workload restarted by watcher, at
-// generation, as the cluster shows it: rolling or done. It returns the
-// rollout that finished with it, if one did.
-func (w *Rollouts) Seen(key object.Ref, rolling bool, generation int64, now time.Time, sources []Source) (Finished, bool) {
+// Observation is a workload as the cluster shows it.
+type Observation struct {
+	// Rolling: its rollout is not done (see Rolling).
+	Rolling bool
+	// Generation is its metadata.generation.
+	Generation int64
+	// State is its StateAnnotation, verified; nil: none to trust.
+	State *State
+	// Now is the time of the observation.
+	Now time.Time
+}
+
+// byWatcher reports whether o shows a rollout watcher started: rolling, at
+// the generation watcher's restart wrote.
+func (o Observation) byWatcher() bool {
+	return o.Rolling && o.State != nil && o.Generation == o.State.Generation
+}
+
+// Seen records the state of a workload as the cluster shows it. It returns
+// the rollout that finished with it, if one did.
+func (w *Rollouts) Seen(key object.Ref, o Observation) (Finished, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ro, running := w.running[key]
 	f, failed := w.failed[key]
+	doneGen, wasDone := w.done[key]
+	mine := o.byWatcher() && !(wasDone && doneGen == o.Generation)
 	switch {
-	case rolling && !running && !failed:
-		w.running[key] = &rollout{kind: key.Kind, start: now, sources: sources, generation: generation}
-	case !rolling && running && !ro.reserved && generation >= ro.generation:
+	case mine && !running && !failed:
+		ro := &rollout{start: o.State.At, sources: o.State.Sources, generation: o.State.Generation}
+		if w.Timeout > 0 && o.Now.Sub(o.State.At) >= w.Timeout {
+			ro.found = true
+			w.failed[key] = ro
+		} else {
+			w.running[key] = ro
+		}
+	case !mine && running && !ro.reserved && o.Generation >= ro.generation:
 		delete(w.running, key)
-		out := Finished{Kind: ro.kind}
+		w.finished(key, o)
+		out := Finished{Kind: key.Kind}
 		if ro.here {
-			out.Duration = now.Sub(ro.start)
+			out.Duration = o.Now.Sub(ro.start)
 		}
 		return out, true
-	case !rolling && failed:
+	case !mine && failed && o.Generation >= f.generation:
 		delete(w.failed, key)
-		return Finished{Kind: f.kind, Recovered: true}, true
+		w.finished(key, o)
+		return Finished{Kind: key.Kind, Recovered: true, Quiet: f.found}, true
 	}
 	return Finished{}, false
+}
+
+// finished remembers that the generation watcher wrote rolled out.
+func (w *Rollouts) finished(key object.Ref, o Observation) {
+	if o.State != nil && !o.Rolling && o.Generation == o.State.Generation {
+		w.done[key] = o.Generation
+	}
 }
 
 // Failure is a rollout that did not finish within Timeout.
@@ -194,21 +342,30 @@ type Failure struct {
 	Here bool
 }
 
-// Sweep fails the rollouts in progress for longer than Timeout.
-func (w *Rollouts) Sweep(now time.Time) []Failure {
+// Sweep fails the rollouts in progress for longer than Timeout, and
+// returns the restarts that started waiting for a slot more than WaitWarn
+// ago (each once).
+func (w *Rollouts) Sweep(now time.Time) (failures []Failure, starved []object.Ref) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []Failure
 	for key, ro := range w.running {
 		if ro.reserved || w.Timeout <= 0 || now.Sub(ro.start) < w.Timeout {
 			continue
 		}
 		delete(w.running, key)
 		w.failed[key] = ro
-		out = append(out, Failure{Key: key, Sources: ro.sources, Here: ro.here})
+		failures = append(failures, Failure{Key: key, Sources: ro.sources, Here: ro.here})
 	}
-	slices.SortFunc(out, func(a, b Failure) int { return object.Compare(a.Key, b.Key) })
-	return out
+	slices.SortFunc(failures, func(a, b Failure) int { return object.Compare(a.Key, b.Key) })
+	warn := cmp.Or(w.WaitWarn, w.Timeout, 10*time.Minute)
+	for _, x := range w.waiting {
+		if !x.warned && now.Sub(x.since) >= warn {
+			x.warned = true
+			starved = append(starved, x.key)
+		}
+	}
+	slices.SortFunc(starved, object.Compare)
+	return failures, starved
 }
 
 // FailedGate returns the gate that holds the restarts caused by the change
@@ -235,7 +392,7 @@ func (g failedGate) Check(r Request) Verdict {
 			continue
 		}
 		for _, s := range w.failed[k].sources {
-			if slices.Contains(r.Sources, s) {
+			if slices.ContainsFunc(r.Sources, func(x Source) bool { return sameChange(x, s) }) {
 				return Verdict{Hold: true, Reason: ReasonFailedRollout,
 					Message: fmt.Sprintf("the rollout of %s, restarted for the same change of %s, did not finish within %s; "+
 						"held until it does, or until %s is set to a new value on either", k, s.Object, short(w.Timeout), ReleaseAnnotation)}
@@ -256,7 +413,9 @@ func (w *Rollouts) Release(key object.Ref) bool {
 }
 
 // ReleaseSource forgets the failures of rollouts caused by a change of the
-// source id. It returns how many.
+// source id: a person released it, or it changed again (the failed
+// content is no longer what any restart would roll out). It returns how
+// many.
 func (w *Rollouts) ReleaseSource(id object.Ref) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -284,6 +443,30 @@ func (w *Rollouts) Gone(key object.Ref) {
 	delete(w.waiting, key)
 	delete(w.running, key)
 	delete(w.failed, key)
+	delete(w.done, key)
+}
+
+// GoneKind forgets every workload of kind: its API is no longer served.
+func (w *Rollouts) GoneKind(kind string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range []map[object.Ref]*rollout{w.running, w.failed} {
+		for k := range m {
+			if k.Kind == kind {
+				delete(m, k)
+			}
+		}
+	}
+	for k := range w.waiting {
+		if k.Kind == kind {
+			delete(w.waiting, k)
+		}
+	}
+	for k := range w.done {
+		if k.Kind == kind {
+			delete(w.done, k)
+		}
+	}
 }
 
 // Next returns the waiters that may start now, in order: as many as there
@@ -291,22 +474,13 @@ func (w *Rollouts) Gone(key object.Ref) {
 func (w *Rollouts) Next() []object.Ref {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ws := make([]waiter, 0, len(w.waiting))
-	for _, x := range w.waiting {
-		ws = append(ws, x)
-	}
-	slices.SortFunc(ws, func(a, b waiter) int {
-		if before(a, b) {
-			return -1
-		}
-		return 1
-	})
-	n := len(ws)
+	order := w.order()
+	n := len(order)
 	if w.Max > 0 {
 		n = min(n, max(w.Max-len(w.running), 0))
 	}
 	out := make([]object.Ref, 0, n)
-	for _, x := range ws[:n] {
+	for _, x := range order[:n] {
 		out = append(out, x.key)
 	}
 	return out

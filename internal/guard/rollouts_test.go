@@ -41,18 +41,39 @@ func TestRollouts(t *testing.T) {
 		ops           []op
 	}{
 		{
-			name: "three slots: the fourth waits, by priority then name", max: 3,
+			name: "three slots: a free slot goes to the namespace with the fewest rollouts, then waiting longest", max: 3,
 			ops: []op{
 				{do: "ask", key: "a/z", inProg: 1}, {do: "ask", key: "a/y", inProg: 2}, {do: "ask", key: "b/a", inProg: 3},
 				{do: "ask", key: "c/c", hold: guard.ReasonWave, inProg: 3},
 				{do: "ask", key: "c/b", hold: guard.ReasonWave},
 				{do: "ask", key: "z/z", prio: -1, hold: guard.ReasonWave},
-				{at: time.Second, do: "done", key: "a/y", next: all("z/z"), inProg: 2},
-				{do: "ask", key: "c/b", hold: guard.ReasonWave, inProg: 2}, // z/z is ahead
-				{do: "ask", key: "z/z", prio: -1, inProg: 3},
-				{do: "done", key: "a/z", next: all("c/b")}, {do: "done", key: "b/a", next: all("c/b", "c/c")},
-				{do: "ask", key: "c/c", inProg: 2}, // order inside free slots is not enforced
+				// c waits longest; priority does not count across namespaces.
+				{at: time.Second, do: "done", key: "a/y", next: all("c/b"), inProg: 2},
+				{do: "ask", key: "z/z", prio: -1, hold: guard.ReasonWave, inProg: 2},
 				{do: "ask", key: "c/b", inProg: 3},
+				// z has no rollout, c has one: z first.
+				{do: "done", key: "a/z", next: all("z/z")}, {do: "done", key: "b/a", next: all("z/z", "c/c")},
+				{do: "ask", key: "c/c", inProg: 2},
+				{do: "ask", key: "z/z", inProg: 3},
+			},
+		},
+		{
+			name: "priority orders restarts within a namespace", max: 2,
+			ops: []op{
+				{do: "ask", key: "b/busy", inProg: 1},
+				{do: "ask", key: "a/x", prio: 5, inProg: 2},
+				{do: "ask", key: "a/y", prio: -1, hold: guard.ReasonWave},
+				{do: "ask", key: "a/w", prio: 0, hold: guard.ReasonWave},
+				{do: "done", key: "b/busy", next: nil},   // a holds Max-1 already
+				{do: "done", key: "a/x", next: all("a/y")}, // then a/y before a/w
+			},
+		},
+		{
+			name: "one namespace never takes the last slot", max: 3,
+			ops: []op{
+				{do: "ask", key: "a/1", inProg: 1}, {do: "ask", key: "a/2", inProg: 2},
+				{do: "ask", key: "a/3", hold: guard.ReasonWave, inProg: 2},
+				{do: "ask", key: "b/1", inProg: 3},
 			},
 		},
 		{
@@ -72,15 +93,15 @@ func TestRollouts(t *testing.T) {
 		{
 			name: "watcher restarts mid-wave: in progress rebuilt from the cluster, waiters asked again", max: 2,
 			ops: []op{
-				{do: "ask", key: "a/1", inProg: 1}, {do: "ask", key: "a/2", inProg: 2},
-				{do: "ask", key: "a/3", hold: guard.ReasonWave}, {do: "ask", key: "a/4", hold: guard.ReasonWave},
+				{do: "ask", key: "a/1", inProg: 1}, {do: "ask", key: "b/2", inProg: 2},
+				{do: "ask", key: "c/3", hold: guard.ReasonWave}, {do: "ask", key: "d/4", hold: guard.ReasonWave},
 				{at: time.Second, do: "restart", inProg: 0, next: nil},
 				// The new process sees the cluster before its first decision.
-				{do: "rolling", key: "a/1", inProg: 1}, {do: "rolling", key: "a/2", inProg: 2},
-				{do: "ask", key: "a/4", hold: guard.ReasonWave}, {do: "ask", key: "a/3", hold: guard.ReasonWave},
-				{at: 2 * time.Second, do: "done", key: "a/2", next: all("a/3"), inProg: 1},
-				{do: "ask", key: "a/4", hold: guard.ReasonWave}, {do: "ask", key: "a/3", inProg: 2},
-				{do: "done", key: "a/1", next: all("a/4")}, {do: "ask", key: "a/4", inProg: 2},
+				{do: "rolling", key: "a/1", inProg: 1}, {do: "rolling", key: "b/2", inProg: 2},
+				{do: "ask", key: "d/4", hold: guard.ReasonWave}, {do: "ask", key: "c/3", hold: guard.ReasonWave},
+				{at: 2 * time.Second, do: "done", key: "b/2", next: all("c/3"), inProg: 1},
+				{do: "ask", key: "d/4", hold: guard.ReasonWave}, {do: "ask", key: "c/3", inProg: 2},
+				{do: "done", key: "a/1", next: all("d/4")}, {do: "ask", key: "d/4", inProg: 2},
 			},
 		},
 		{
@@ -148,10 +169,12 @@ func TestRollouts(t *testing.T) {
 					}
 					chain.Cancel(r)
 				case "done", "rolling":
-					w.Seen(key, o.do == "rolling", 0, now, []guard.Source{src})
+					st := &guard.State{At: now, Sources: []guard.Source{src}}
+					w.Seen(key, guard.Observation{Rolling: o.do == "rolling", State: st, Now: now})
 				case "sweep":
 					var got []object.Ref
-					for _, f := range w.Sweep(now) {
+					failures, _ := w.Sweep(now)
+					for _, f := range failures {
 						got = append(got, f.Key)
 					}
 					if !slices.Equal(got, o.failed) {
@@ -188,19 +211,21 @@ func TestRolloutDuration(t *testing.T) {
 	w.Check(r)
 	w.Wrote(r.Workload, 5)
 	w.Commit(r)
-	if _, ok := w.Seen(r.Workload, false, 4, at(time.Second), nil); ok {
+	st := &guard.State{At: at(0), Generation: 5}
+	if _, ok := w.Seen(r.Workload, guard.Observation{Generation: 4, State: st, Now: at(time.Second)}); ok {
 		t.Error("a state from before the restart finished it")
 	}
-	f, ok := w.Seen(r.Workload, false, 5, at(7*time.Second), nil)
+	f, ok := w.Seen(r.Workload, guard.Observation{Generation: 5, State: st, Now: at(7 * time.Second)})
 	if !ok || f.Duration != 7*time.Second || f.Recovered {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
-	// Found rolling in the cluster: finished, with no known duration.
-	w.Seen(dep("a/b"), true, 3, at(0), nil)
-	if f, ok := w.Seen(dep("a/b"), false, 3, at(time.Second), nil); !ok || f.Duration != 0 {
+	// Found rolling in the cluster: finished, timed from its state.
+	st3 := &guard.State{At: at(0), Generation: 3}
+	w.Seen(dep("a/b"), guard.Observation{Rolling: true, Generation: 3, State: st3, Now: at(0)})
+	if f, ok := w.Seen(dep("a/b"), guard.Observation{Generation: 3, State: st3, Now: at(time.Second)}); !ok || f.Duration != 0 {
 		t.Errorf("Seen = %+v, %v", f, ok)
 	}
-	if _, ok := w.Seen(dep("a/c"), false, 1, at(time.Second), nil); ok {
+	if _, ok := w.Seen(dep("a/c"), guard.Observation{Generation: 1, Now: at(time.Second)}); ok {
 		t.Error("a workload never rolling finished")
 	}
 	msg := guard.Chain{w.FailedGate()}.Check(r).Message

@@ -259,3 +259,14 @@ func TestIDNamesTheScheme(t *testing.T) {
 		t.Error("the key ID is the one of the unbound scheme: old records would be compared with new hashes")
 	}
 }
+
+// TestMAC: a MAC depends on the key and the data, and is no digest.
+func TestMAC(t *testing.T) {
+	a, b := hash.NewHasher([]byte("0123456789abcdef0123")), hash.NewHasher([]byte("another key of 20 bytes"))
+	if a.MAC([]byte("x")) != a.MAC([]byte("x")) {
+		t.Error("MAC not stable")
+	}
+	if a.MAC([]byte("x")) == b.MAC([]byte("x")) || a.MAC([]byte("x")) == a.MAC([]byte("y")) {
+		t.Error("MAC does not depend on the key and the data")
+	}
+}

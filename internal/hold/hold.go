@@ -58,6 +58,10 @@ type Config struct {
 	// modes): a failed rollout another replica started is held for, but
 	// reported only by the replica that started it.
 	Shared bool
+	// Sign signs the guards' state kept on workloads
+	// (guard.StateAnnotation) with the installation's key; nil: no state
+	// is written or trusted.
+	Sign guard.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -70,6 +74,9 @@ const (
 	ReasonRolloutFailed   = "RolloutFailed"
 	ReasonRolloutResumed  = "RolloutRecovered"
 	ReasonRestartReleased = "RestartReleased"
+	// ReasonWaitingLong: a restart waited for a wave slot longer than the
+	// rollout timeout (watcher_wave_wait_seconds has them all).
+	ReasonWaitingLong = "RestartWaitingLong"
 )
 
 // Guards asks the chain of gates before every restart, remembers the
@@ -83,6 +90,7 @@ type Guards struct {
 	now      func() time.Time
 
 	budget   *guard.Budget
+	pauses   *guard.Pauses
 	flaps    *guard.Flaps
 	rollouts *guard.Rollouts
 	chain    guard.Chain
@@ -101,9 +109,10 @@ type Guards struct {
 type hold struct {
 	reason guard.Reason
 	since  time.Time
-	// token is the release annotations of the workload and its sources
-	// when the hold began: a new value releases it.
-	token string
+	// release holds the release annotations of the workload and of its
+	// changed sources when the hold began, per object: a new non-empty
+	// value on one of them releases it.
+	release map[object.Ref]string
 	// released: a person released it, and a gate that a release does not
 	// lift (the wave) holds it now.
 	released bool
@@ -114,6 +123,7 @@ type hold struct {
 func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	g := &Guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
 		budget:   guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
+		pauses:   guard.NewPauses(),
 		flaps:    guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
 		rollouts: guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
 		wake:     make(chan event.TypedGenericEvent[object.Ref], 1024),
@@ -128,7 +138,8 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	// The order of the hold seam (see package guard): the gates of others
 	// (maintenance windows), pause periods, then flapping, budget, failed rollouts, and
 	// the wave last, as it reserves a slot when it admits.
-	g.chain = append(slices.Clone(cfg.Gates), guard.NewPauses(), g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
+	guard.WaveWait = func(d time.Duration) { metrics.WaveWait.Observe(d.Seconds()) }
+	g.chain = append(slices.Clone(cfg.Gates), g.pauses, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
 	for _, r := range guard.Reasons {
 		metrics.RestartsHeld.WithLabelValues(string(r))
 		metrics.HeldRestarts.WithLabelValues(string(r))
@@ -145,16 +156,16 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 		return guard.Request{}, true
 	}
 	req = g.request(key, obj, p, report)
-	token := g.token(obj, req.Sources)
+	values := g.releaseValues(key, obj, req.Sources)
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
 	g.mu.Unlock()
-	req.Released = wasHeld && (h.released || h.token != token)
+	req.Released = wasHeld && (h.released || releasedSince(h.release, values))
 	v := g.chain.Check(req)
 	if !v.Hold {
 		return req, true
 	}
-	g.held1(ctx, key, obj, req, v, token)
+	g.held1(ctx, key, obj, req, v, values)
 	return req, false
 }
 
@@ -194,6 +205,9 @@ func (g *Guards) Settled(ctx context.Context, key object.Ref) {
 // request gathers what the gates need about a restart.
 func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report func(error)) guard.Request {
 	req := guard.Request{Workload: key, Now: g.now()}
+	if st, ok := g.state(obj); ok {
+		req.History = st.Times
+	}
 	prio, err := Priority(obj)
 	if err != nil {
 		report(err)
@@ -217,27 +231,63 @@ func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report 
 	return req
 }
 
-// token joins the release annotations of obj and of the sources.
-func (g *Guards) token(obj client.Object, sources []guard.Source) string {
-	parts := []string{obj.GetAnnotations()[guard.ReleaseAnnotation]}
+// releaseValues returns the release annotations of obj (the workload key)
+// and of the sources, per object.
+func (g *Guards) releaseValues(key object.Ref, obj client.Object, sources []guard.Source) map[object.Ref]string {
+	out := map[object.Ref]string{key: obj.GetAnnotations()[guard.ReleaseAnnotation]}
 	for _, s := range sources {
 		if o, err := g.store.Get(s.Object.Kind, s.Object.Namespace, s.Object.Name); err == nil && o != nil {
-			parts = append(parts, o.GetAnnotations()[guard.ReleaseAnnotation])
+			out[s.Object] = o.GetAnnotations()[guard.ReleaseAnnotation]
 		}
 	}
-	return strings.Join(parts, "\x00")
+	return out
+}
+
+// releasedSince reports whether a person released a hold that began with
+// the release annotations was: one of those objects has a new non-empty
+// value now. Objects that joined or left the change since say nothing.
+func releasedSince(was, now map[object.Ref]string) bool {
+	for ref, v := range was {
+		if cur, ok := now[ref]; ok && cur != "" && cur != v {
+			return true
+		}
+	}
+	return false
+}
+
+// State returns the value of guard.StateAnnotation to write with the
+// restart req of obj, admitted by Admit; "" when no state is kept.
+func (g *Guards) State(req guard.Request, obj client.Object) string {
+	if g == nil || g.cfg.Sign == nil {
+		return ""
+	}
+	st := guard.State{At: req.Now, Generation: obj.GetGeneration() + 1, Times: g.budget.Times(req), Sources: req.Sources}
+	return st.Encode(string(obj.GetUID()), g.cfg.Sign)
+}
+
+// state reads the guards' state kept on obj, if it is watcher's own.
+func (g *Guards) state(obj client.Object) (guard.State, bool) {
+	v, ok := obj.GetAnnotations()[guard.StateAnnotation]
+	if !ok || g.cfg.Sign == nil {
+		return guard.State{}, false
+	}
+	st, err := guard.DecodeState(v, string(obj.GetUID()), g.cfg.Sign)
+	return st, err == nil
 }
 
 // held1 records a hold, reports it if it is new (or its reason changed),
 // and wakes the workload when it can end.
-func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, req guard.Request, v guard.Verdict, token string) {
+func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, req guard.Request, v guard.Verdict, values map[object.Ref]string) {
 	g.mu.Lock()
 	h, was := g.held[key]
 	fresh := !was || h.reason != v.Reason
-	if fresh {
-		g.held[key] = hold{reason: v.Reason, since: req.Now, token: token, released: req.Released}
-	} else if h.token != token || req.Released != h.released {
-		h.token, h.released = token, req.Released
+	switch {
+	case fresh:
+		g.held[key] = hold{reason: v.Reason, since: req.Now, release: values, released: req.Released}
+	case req.Released && !h.released:
+		// Released by a person, held now by a gate a release does not
+		// lift: the values it was released with are the new baseline.
+		h.release, h.released = values, true
 		g.held[key] = h
 	}
 	g.mu.Unlock()
@@ -385,4 +435,15 @@ func (g *Guards) Wakes() <-chan event.TypedGenericEvent[object.Ref] {
 		return nil
 	}
 	return g.wake
+}
+
+// Holding reports whether a restart of key is held now.
+func (g *Guards) Holding(key object.Ref) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.held[key]
+	return ok
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/plan"
 )
 
 // Observe updates what the guards know of key from its cached state, at
@@ -30,6 +29,10 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	}
 	if cached == nil {
 		g.rollouts.Gone(key)
+		g.pauses.Gone(key)
+		g.mu.Lock()
+		delete(g.release, key)
+		g.mu.Unlock()
 		g.unhold(ctx, key, "workload deleted")
 		g.wakeNext(ctx)
 		return
@@ -45,12 +48,19 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 			g.wakeHeld(ctx, guard.ReasonFailedRollout)
 		}
 	}
-	f, ok := g.rollouts.Seen(key, g.rollingByWatcher(a), cached.Generation, g.now(), nil)
+	_, rolling := a[guard.RollingAnnotation]
+	o := guard.Observation{Rolling: rolling, Generation: cached.Generation, Now: g.now()}
+	if st, ok := g.state(cached); ok {
+		o.State = &st
+	}
+	f, ok := g.rollouts.Seen(key, o)
 	if !ok {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
 	switch {
+	case f.Recovered && f.Quiet:
+		g.wakeHeld(ctx, guard.ReasonFailedRollout)
 	case f.Recovered:
 		log.Info("Failed rollout finished after all; the restarts it held go on")
 		g.recorder.Eventf(cached, nil, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout", "%s", "Rollout done after its timeout; the restarts it held go on")
@@ -62,19 +72,6 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	g.wakeNext(ctx)
 }
 
-// rollingByWatcher reports whether the cached annotations a say that a
-// rollout watcher started is in progress: the cache marks a workload whose
-// rollout is not done with the restart ID on its template, and the record
-// names the restart ID of watcher's last restart.
-func (g *Guards) rollingByWatcher(a map[string]string) bool {
-	mark, rolling := a[guard.RollingAnnotation]
-	if !rolling {
-		return false
-	}
-	rec, err := plan.ParseRecord(a[plan.RecordAnnotation])
-	return err == nil && mark == rec.RestartID()
-}
-
 // wakeNext decides again the waiters of the wave that may start now.
 func (g *Guards) wakeNext(ctx context.Context) {
 	for _, k := range g.rollouts.Next() {
@@ -83,9 +80,11 @@ func (g *Guards) wakeNext(ctx context.Context) {
 }
 
 // ConfigChanged is told of every update of a cached ConfigMap or Secret,
-// on every replica: it feeds the flap detector with data changes and their
-// writers, and releases the holds of failed rollouts when a person sets
-// guard.ReleaseAnnotation on the object.
+// on every replica: it tells the flap detector when its data was written,
+// and by whom (counted as a change only once handled: Handled); forgets
+// the failed rollouts of a content that is no longer current; and releases
+// the holds of failed rollouts when a person sets guard.ReleaseAnnotation
+// on the object.
 func (g *Guards) ConfigChanged(log logr.Logger, kind string, old, cur client.Object, dataChanged bool) {
 	if g == nil {
 		return
@@ -99,15 +98,40 @@ func (g *Guards) ConfigChanged(log logr.Logger, kind string, old, cur client.Obj
 	if !dataChanged {
 		return
 	}
-	writers := attribution.Changed(attribution.Of(old), attribution.Of(cur))
-	started, msg := g.flaps.Observe(id, g.now(), writers)
+	g.flaps.Touch(id, g.now(), attribution.Changed(attribution.Of(old), attribution.Of(cur)))
+	// A failed rollout holds the restarts of its content; with a new
+	// content (a fix, or the bad change reverted) that hold is a phantom.
+	if n := g.rollouts.ReleaseSource(id); n > 0 {
+		log.Info("Changed again: the failed rollouts of its previous content hold nothing any more", "object", id.String(), "failedRollouts", n)
+		g.wakeHeld(g.base(), guard.ReasonFailedRollout)
+	}
+}
+
+// Handled counts a change of the source id (the object cur), handled
+// after the controller's debounce by the replica that processes changes,
+// for a source that workloads use: the flap detector counts these, so a
+// burst of writes coalesced into one change is one change, and an object
+// nobody uses never flaps. Only this replica says that it flaps.
+func (g *Guards) Handled(ctx context.Context, id object.Ref, cur client.Object) {
+	if g == nil {
+		return
+	}
+	started, msg := g.flaps.Observe(id, g.now())
 	if !started {
 		return
 	}
 	metrics.FlappingSources.Inc()
-	log.Info("Flapping: restarts caused by it are held", "object", id, "writers", g.flaps.Writers(id, g.now()), "why", msg)
+	ctrl.LoggerFrom(ctx).Info("Flapping: restarts caused by it are held", "object", id.String(), "writers", g.flaps.Writers(id, g.now()), "why", msg)
 	g.recorder.Eventf(cur, nil, corev1.EventTypeWarning, ReasonFlapping, "Restart", "%s", note.Truncate(msg))
 	g.notifier.Notify(guard.Event{Type: guard.EventFlapping, Source: id, Reason: guard.ReasonFlapping, Message: msg, Time: g.now()})
+}
+
+// GoneKind forgets every workload of kind: its API is no longer served.
+func (g *Guards) GoneKind(kind string) {
+	if g == nil {
+		return
+	}
+	g.rollouts.GoneKind(kind)
 }
 
 // base is the context of the sweeper, once it runs.
@@ -164,12 +188,25 @@ func (g *Guards) sweep(ctx context.Context) {
 	}
 	metrics.FlappingSources.Set(float64(flapping))
 	g.budget.Sweep(now)
-	for _, f := range g.rollouts.Sweep(now) {
+	failures, starved := g.rollouts.Sweep(now)
+	for _, f := range failures {
 		g.failed(ctx, f)
+	}
+	for _, k := range starved {
+		g.starved(ctx, k)
 	}
 	running, _ := g.rollouts.InProgress()
 	metrics.RolloutsInProgress.Set(float64(running))
 	g.wakeNext(ctx)
+}
+
+// starved says that the restart of key waits long for a wave slot.
+func (g *Guards) starved(ctx context.Context, key object.Ref) {
+	msg := "Restart waiting for a rollout slot for longer than " + g.cfg.RolloutTimeout.String() + "; see watcher_wave_wait_seconds and --max-concurrent-rollouts"
+	ctrl.LoggerFrom(ctx).Info("Restart waits long for a wave slot", "workload", key.String())
+	if obj, err := g.store.Get(key.Kind, key.Namespace, key.Name); err == nil && obj != nil {
+		g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWaitingLong, "Restart", "%s", note.Truncate(msg))
+	}
 }
 
 // failed reports a rollout past its timeout.

@@ -47,6 +47,14 @@ var (
 		Help: "ConfigMaps and Secrets flapping now (their names are in Events and logs).",
 	})
 
+	// WaveWait observes how long each restart admitted by the wave waited
+	// for its slot.
+	WaveWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "watcher_wave_wait_seconds",
+		Help:    "Time a restart waited for a rollout slot of the wave before it started.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+	})
+
 	// ReactionSeconds observes the time from a data change seen by the
 	// informer to the restart patch it causes.
 	ReactionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -57,5 +65,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(RestartsHeld, HeldRestarts, RolloutsInProgress, RolloutDuration, FailedRollouts, FlappingSources, ReactionSeconds)
+	ctrlmetrics.Registry.MustRegister(RestartsHeld, HeldRestarts, RolloutsInProgress, RolloutDuration, FailedRollouts, FlappingSources, ReactionSeconds, WaveWait)
 }

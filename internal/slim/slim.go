@@ -122,8 +122,8 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why
 		}
-		if mark := guard.Mark(tmpl); mark != "" && guard.Rolling(w) {
-			out.Annotations[guard.RollingAnnotation] = mark
+		if _, restarted := w.GetAnnotations()[guard.StateAnnotation]; restarted && guard.Rolling(w) {
+			out.Annotations[guard.RollingAnnotation] = "true"
 		}
 		return out, nil
 	}
