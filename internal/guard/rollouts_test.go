@@ -64,7 +64,7 @@ func TestRollouts(t *testing.T) {
 				{do: "ask", key: "a/x", prio: 5, inProg: 2},
 				{do: "ask", key: "a/y", prio: -1, hold: guard.ReasonWave},
 				{do: "ask", key: "a/w", prio: 0, hold: guard.ReasonWave},
-				{do: "done", key: "b/busy", next: nil},   // a holds Max-1 already
+				{do: "done", key: "b/busy", next: nil},     // a holds Max-1 already
 				{do: "done", key: "a/x", next: all("a/y")}, // then a/y before a/w
 			},
 		},
