@@ -14,8 +14,8 @@ import (
 // whole: it names, matches and excludes nothing, and Check reports it (a
 // Warning Event InvalidAnnotation on the workload). Each compiled pattern
 // is bounded before it is compiled, so a list costs memory in proportion to
-// its text: at most about MaxListProgram*160 bytes plus 1.5 KiB per pattern
-// and the text itself.
+// its text: at most about MaxListProgram*80 bytes plus 1 KiB per pattern
+// and the text itself (TestCostCoversHeap).
 const (
 	// MaxListBytes is the longest list value, in bytes, checked before
 	// anything else: 256 entries of 253-byte names with a blank each.
@@ -27,9 +27,10 @@ const (
 	MaxEntryBytes = 253
 	// MaxPatternProgram is the largest compiled program of one pattern
 	// entry: its instructions plus the bounds of its character classes
-	// (regexp/syntax). `app-.*-config` is 20; `a{1000}` (8 bytes, 1,004
-	// instructions, about 40 KB compiled) is refused. It is estimated from
-	// the parsed expression before compiling, and checked again compiled.
+	// (regexp/syntax). `app-.*-config` is 30, `[a-z0-9-]{1,63}` 505;
+	// `a{1000}` (8 bytes, 1,004 instructions, about 40 KB compiled) is
+	// refused. It is estimated from the parsed expression before
+	// compiling, and checked again compiled.
 	MaxPatternProgram = 512
 	// MaxListProgram is the largest total compiled program of the pattern
 	// entries of one list.
@@ -127,8 +128,8 @@ func dotMatch(e, name string) bool {
 const (
 	listOverhead    = 512  // the list, its cache entry and slices
 	entryOverhead   = 16   // a string header per entry
-	patternOverhead = 1536 // a regexp.Regexp and its pools
-	programUnit     = 160  // per instruction or class bound, onepass copy included
+	patternOverhead = 1024 // a regexp.Regexp and its pools
+	programUnit     = 80   // per instruction or class bound, onepass copy included
 )
 
 // errTooLarge marks entries whose program exceeds MaxPatternProgram.

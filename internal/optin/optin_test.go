@@ -118,6 +118,19 @@ func TestCheck(t *testing.T) {
 		{"ignore not a boolean", map[string]string{optin.Ignore: "hunter2"}, []string{optin.Ignore}},
 		{"invalid entry", map[string]string{optin.ConfigMapReload: "ok,(bad"}, []string{optin.ConfigMapReload, `"(bad"`}},
 		{"both reported", map[string]string{optin.SecretAuto: "x", optin.SecretReload: "*"}, []string{optin.SecretAuto, optin.SecretReload, `"*"`}},
+		{"Reloader's booleans are exactly true or false", map[string]string{optin.Search: "True", optin.Match: "1", optin.Ignore: "hunter2"},
+			[]string{optin.Search, optin.Match, optin.Ignore, "compared exactly", "reading it as false"}},
+		{"exactly true and false are fine", map[string]string{optin.Search: "true", optin.Match: "false", optin.Ignore: "true"}, nil},
+		{"a template's annotation is named so", optin.Effective(nil, map[string]string{optin.ReloaderAuto: "yes"}),
+			[]string{"pod template annotation " + optin.ReloaderAuto}},
+		{"at most 3 invalid entries quoted", map[string]string{optin.ConfigMapReload: "(1,(2,(3,(4,(5"},
+			[]string{`"(1"`, `"(3"`, "2 more entries are not regular expressions"}},
+		{"a long invalid entry is cut", map[string]string{optin.ConfigMapReload: "(" + strings.Repeat("é", 100)},
+			[]string{`"(` + strings.Repeat("é", 19) + `"…`}},
+		{"a list over the limits", map[string]string{optin.SecretReload: strings.Repeat("a,", optin.MaxListEntries+1)},
+			[]string{optin.SecretReload, "more than 256 entries", "ignoring the whole list"}},
+		{"an exclude list over the limits", map[string]string{optin.ConfigMapExclude: strings.Repeat("a", optin.MaxEntryBytes+1)},
+			[]string{optin.ConfigMapExclude, "an entry of 254 bytes", "ignoring the whole list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +145,9 @@ func TestCheck(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("error %q quotes a boolean's value", err)
+			}
+			if err != nil && strings.Contains(err.Error(), `"(4"`) {
+				t.Errorf("error %q quotes more than 3 entries", err)
 			}
 		})
 	}

@@ -81,3 +81,28 @@ func TestInvalidAnnotationNoteFits(t *testing.T) {
 		g.Expect(note).To(ContainSubstring(optin.Auto))
 	}
 }
+
+// TestReloaderTemplateFallbackPerKind: as in Reloader, the pod template's
+// annotations count per kind: a Deployment naming a Secret on its metadata
+// still reads its template's ConfigMap reload list (through watcher's
+// store, which keeps it); the template's Secret list does not count, the
+// workload's own does.
+func TestReloaderTemplateFallbackPerKind(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	db, other := secret(ns, "db", map[string]string{"s": "1"}), secret(ns, "other", map[string]string{"s": "1"})
+	create(t, cm, db, other)
+	d := annotated(ns, "web", podSpec(corev1.Container{}), map[string]string{optin.SecretReload: "db"})
+	d.Spec.Template.Annotations = map[string]string{optin.ConfigMapReload: "cfg", optin.SecretReload: "other"}
+	dep := track(t, d)
+	startWatcher(t, ns, discoverAnnotated)
+	waitAdopted(t, deployment(ns, "web", corev1.PodSpec{}))
+
+	setConfigMap(t, cm, "a", "2")
+	waitRollouts(t, dep, 1)
+	setSecret(t, db, "s", "2")
+	waitRollouts(t, dep, 2)
+	setSecret(t, other, "s", "2")
+	stayRollouts(t, dep, 2)
+}
