@@ -263,8 +263,11 @@ func newConfig(kind refs.Kind) client.Object {
 	return &corev1.ConfigMap{}
 }
 
+// invalidAnnotation reports malformed annotations on obj: in the log, the
+// error metric and a Warning Event whose note is cut to the API's limit
+// (errors of package optin quote list entries only cut short).
 func (r *Reconciler) invalidAnnotation(ctx context.Context, obj client.Object, err error) {
 	ctrl.LoggerFrom(ctx).Error(err, "Invalid annotation", "object", obj.GetNamespace()+"/"+obj.GetName())
 	metrics.Errors.WithLabelValues("annotation").Inc()
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Validate", "%s", err.Error())
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Validate", "%s", truncate(err.Error()))
 }

@@ -13,7 +13,7 @@
 //	secret.reloader.stakater.com/auto          bool    Secrets: auto on/off
 //	configmap.reloader.stakater.com/reload     list    ConfigMaps it names count
 //	secret.reloader.stakater.com/reload        list    Secrets it names count
-//	reloader.stakater.com/search               bool    objects annotated
+//	reloader.stakater.com/search               "true"  objects annotated
 //	                                                   reloader.stakater.com/match
 //	                                                   "true" count (Searched)
 //	configmaps.exclude.reloader.stakater.com/reload  names  ConfigMaps that never count
@@ -21,22 +21,39 @@
 //	deployment.reloader.stakater.com/pause-period    duration  restarts wait for
 //	                                                   the period (PausePeriodOf)
 //
-// As in Reloader, when a workload has none of the annotations that opt in
-// (auto, typed auto, reload lists, search), those of its pod template are
-// read instead (Effective); exclude lists are read from the workload only.
+// As in Reloader (pkg/common ShouldReload), the pod template's annotations
+// are read per kind of referenced object: for ConfigMaps, when the workload
+// has none of watcher.dev/auto, reloader.stakater.com/auto,
+// configmap.reloader.stakater.com/auto, configmap.reloader.stakater.com/reload
+// and reloader.stakater.com/search, those of its pod template are read
+// instead (Effective keeps them); likewise for Secrets with the secret.*
+// keys. Exclude lists and the pause period are read from the workload only.
+//
+//	workload has             template has              ConfigMaps read  Secrets read
+//	nothing                  configmap reload list     template         template
+//	secret reload list       configmap reload list     template         workload
+//	reloader auto            configmap reload list     workload         workload
+//	configmap auto: false    reloader auto: true       workload         template
 //
 // Auto for a kind (AutoFor) is On when any of its annotations is true, Off
-// when none is true and one is false, Unset otherwise. A value that is not a
-// boolean counts as absent and is reported (Check): a typo never stops
-// restarts silently (Reloader reads it as false).
+// when none is true and one is false, Unset otherwise. Auto values are read
+// as Go booleans ("true", "1", "False"...), as Reloader reads them; a value
+// that is not a boolean counts as absent and is reported (Check): a typo
+// never stops restarts silently (Reloader reads it as false). Reloader's
+// other booleans (search, match, ignore) are true only when exactly "true",
+// as in Reloader; any other value but "false" is reported.
 //
 // A reload list is a comma-separated list of regular expressions, each
 // anchored (^entry$) as in Reloader; blanks around entries are ignored. An
 // entry that does not compile is left out and reported; the others still
-// apply.
+// apply. Names need no regular expression (see the table in list.go), and a
+// list over the limits (MaxListBytes, MaxListEntries, MaxEntryBytes,
+// MaxPatternProgram, MaxListProgram) is refused whole and reported.
 //
 // An exclude list is a comma-separated list of object names, compared
-// exactly (blanks around entries are ignored), as in Reloader.
+// exactly (blanks around entries are ignored), as in Reloader; one over
+// MaxListBytes, MaxListEntries or MaxEntryBytes excludes nothing and is
+// reported.
 //
 // On a ConfigMap or Secret, reloader.stakater.com/ignore: "true" makes its
 // changes restart nothing, and reloader.stakater.com/match: "true" makes it
@@ -46,10 +63,8 @@ package optin
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,33 +90,63 @@ const (
 	PausePeriod      = "deployment.reloader.stakater.com/pause-period"
 )
 
-// WorkloadKeys are the annotations of workloads this package reads, and
-// ConfigKeys those of ConfigMaps and Secrets: the cache must keep them.
+// fromTemplate prefixes, in what Effective returns, the opting-in
+// annotations of the pod template. A key with two slashes is no valid
+// annotation key: no object can carry one.
+const fromTemplate = "watcher.dev/cached/template/"
+
+// selecting are the annotations by which a workload opts in, each kind its
+// own: when it has none of a kind's, its pod template's count for that
+// kind (Effective).
+var selecting = map[refs.Kind][]string{
+	refs.ConfigMap: {Auto, ReloaderAuto, ConfigMapAuto, ConfigMapReload, Search},
+	refs.Secret:    {Auto, ReloaderAuto, SecretAuto, SecretReload, Search},
+}
+
+// templateKeys are the keys under which Effective keeps the pod
+// template's annotations.
+var templateKeys = []string{fromTemplate + Auto, fromTemplate + ReloaderAuto, fromTemplate + ConfigMapAuto, fromTemplate + SecretAuto,
+	fromTemplate + ConfigMapReload, fromTemplate + SecretReload, fromTemplate + Search}
+
+// kinds are the kinds of references, in the order selecting is read.
+var kinds = []refs.Kind{refs.ConfigMap, refs.Secret}
+
+// WorkloadKeys are the annotations of workloads this package reads (and
+// those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
+// the cache must keep them.
 var (
-	WorkloadKeys = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod}
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod}, templateKeys...)
 	ConfigKeys   = []string{Ignore, Match}
 )
 
-// selecting are the annotations by which a workload opts in: when it has
-// none, those of its pod template count (Effective).
-var selecting = []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search}
-
 // Effective returns the annotations of a workload that this package reads:
-// own, unless it has none of the annotations that opt in and its pod
-// template does, in which case the template's opting-in annotations are
-// added to own (a new map; own is not changed).
+// own and, for each kind of which own has no opting-in annotation, the pod
+// template's opting-in annotations of that kind, kept under a prefix that
+// no object can carry, so that the readers of this package read them for
+// that kind only (see the package comment). own is not changed; it is
+// returned as is when the template adds nothing.
 func Effective(own, template map[string]string) map[string]string {
-	if len(template) == 0 || hasAny(own, selecting) || !hasAny(template, selecting) {
-		return own
-	}
-	out := make(map[string]string, len(own)+len(selecting))
-	for k, v := range own {
-		out[k] = v
-	}
-	for _, k := range selecting {
-		if v, ok := template[k]; ok {
-			out[k] = v
+	var out map[string]string
+	for _, kind := range kinds {
+		if hasAny(own, selecting[kind]) {
+			continue
 		}
+		for _, k := range selecting[kind] {
+			v, ok := template[k]
+			if !ok {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]string, len(own)+len(selecting[kind]))
+				for k, v := range own {
+					out[k] = v
+				}
+			}
+			out[fromTemplate+k] = v
+		}
+	}
+	if out == nil {
+		return own
 	}
 	return out
 }
@@ -133,31 +178,63 @@ func hasAny(ann map[string]string, keys []string) bool {
 	return false
 }
 
-// Searched tells whether a workload whose annotations are ann searches
+// lookup returns the opting-in annotation key that counts for references
+// of kind: the workload's, or its pod template's when the workload has none
+// of that kind's (Effective).
+func lookup(ann map[string]string, kind refs.Kind, key string) (string, bool) {
+	if !hasAny(ann, selecting[kind]) {
+		key = fromTemplate + key
+	}
+	v, ok := ann[key]
+	return v, ok
+}
+
+// For returns the annotations among ann (as Effective returns them) that
+// count for references of kind, with the pod template's under their own
+// keys: ann itself when no template annotation was kept.
+func For(ann map[string]string, kind refs.Kind) map[string]string {
+	if !hasAny(ann, templateKeys) {
+		return ann
+	}
+	fallback := !hasAny(ann, selecting[kind])
+	out := make(map[string]string, len(ann))
+	for k, v := range ann {
+		if !strings.HasPrefix(k, fromTemplate) {
+			out[k] = v
+		}
+	}
+	if fallback {
+		for _, k := range selecting[kind] {
+			if v, ok := ann[fromTemplate+k]; ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// Searched tells whether a workload whose annotations are ann (For the
+// kind of the object: the pod template's are not read here) searches
 // (reloader.stakater.com/search "true") and the ConfigMap or Secret whose
-// annotations are cfg matches (reloader.stakater.com/match "true").
+// annotations are cfg matches (reloader.stakater.com/match "true"). Both
+// compare exactly, as in Reloader.
 func Searched(ann, cfg map[string]string) bool {
-	return isTrue(ann[Search]) && isTrue(cfg[Match])
+	return ann[Search] == "true" && cfg[Match] == "true"
 }
 
 // Excluded tells whether an exclude list among ann names the object of
-// kind called name.
+// kind called name. A list over the limits excludes nothing.
 func Excluded(ann map[string]string, kind refs.Kind, name string) bool {
 	v, ok := ann[typed(kind, ConfigMapExclude, SecretExclude)]
-	if !ok {
+	if !ok || precheck(v) != nil {
 		return false
 	}
-	for _, e := range strings.Split(v, ",") {
+	for e := range strings.SplitSeq(v, ",") {
 		if strings.TrimSpace(e) == name {
 			return true
 		}
 	}
 	return false
-}
-
-func isTrue(v string) bool {
-	b, err := strconv.ParseBool(v)
-	return err == nil && b
 }
 
 // Setting is what a workload's auto annotations say of a kind.
@@ -175,7 +252,7 @@ const (
 func AutoFor(ann map[string]string, kind refs.Kind) Setting {
 	s := Unset
 	for _, key := range []string{Auto, ReloaderAuto, typed(kind, ConfigMapAuto, SecretAuto)} {
-		v, ok := ann[key]
+		v, ok := lookup(ann, kind, key)
 		if !ok {
 			continue
 		}
@@ -192,14 +269,24 @@ func AutoFor(ann map[string]string, kind refs.Kind) Setting {
 }
 
 // Ignored tells whether the annotations of a ConfigMap or Secret say its
-// changes restart nothing. Only a true value does.
-func Ignored(ann map[string]string) bool { return isTrue(ann[Ignore]) }
+// changes restart nothing. Only "true" does, as in Reloader.
+func Ignored(ann map[string]string) bool { return ann[Ignore] == "true" }
+
+// reloadList returns the parsed reload list of kind among ann; nil when
+// there is none.
+func reloadList(ann map[string]string, kind refs.Kind) *parsedList {
+	v, ok := lookup(ann, kind, typed(kind, ConfigMapReload, SecretReload))
+	if !ok {
+		return nil
+	}
+	return parse(v)
+}
 
 // Named tells whether a reload list among ann names the object of kind
-// called name. Invalid entries name nothing.
+// called name. Invalid entries, and lists over the limits, name nothing.
 func Named(ann map[string]string, kind refs.Kind, name string) bool {
-	v, ok := ann[typed(kind, ConfigMapReload, SecretReload)]
-	return ok && parse(v).matches(name)
+	l := reloadList(ann, kind)
+	return l != nil && l.matches(name)
 }
 
 // Names returns the entries of the reload list of kind among ann that are
@@ -207,11 +294,10 @@ func Named(ann map[string]string, kind refs.Kind, name string) bool {
 // names that object. A "." also matches any character, as in Reloader: such
 // an entry names other objects too, which Named tells.
 func Names(ann map[string]string, kind refs.Kind) []string {
-	v, ok := ann[typed(kind, ConfigMapReload, SecretReload)]
-	if !ok {
-		return nil
+	if l := reloadList(ann, kind); l != nil {
+		return l.names
 	}
-	return parse(v).names
+	return nil
 }
 
 // HasPatterns tells whether the reload list of kind among ann has an entry
@@ -219,8 +305,19 @@ func Names(ann map[string]string, kind refs.Kind) []string {
 // characters of names only, or that has a "."): such lists match the
 // objects of the workload's namespace (package resolve).
 func HasPatterns(ann map[string]string, kind refs.Kind) bool {
-	v, ok := ann[typed(kind, ConfigMapReload, SecretReload)]
-	return ok && parse(v).wild
+	l := reloadList(ann, kind)
+	return l != nil && l.wild
+}
+
+// Matcher returns Named for ann and kind with the list parsed once, for
+// matching many names; nil when the list has no entry that may name more
+// than one object (HasPatterns).
+func Matcher(ann map[string]string, kind refs.Kind) func(name string) bool {
+	l := reloadList(ann, kind)
+	if l == nil || !l.wild {
+		return nil
+	}
+	return l.matches
 }
 
 // PausePeriodOf reads a workload's pause period (Reloader's
@@ -240,32 +337,6 @@ func PausePeriodOf(ann map[string]string) (time.Duration, error) {
 	return d, nil
 }
 
-// Check returns an error for each annotation among ann that is malformed:
-// a boolean that is not one, a list entry that does not compile. Values of
-// booleans are not quoted (on a Secret they could be anything); list entries
-// are, as they are on workloads and name objects.
-func Check(ann map[string]string) error {
-	var errs []error
-	for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, Ignore, Search, Match} {
-		if v, ok := ann[key]; ok {
-			if _, err := strconv.ParseBool(v); err != nil {
-				errs = append(errs, fmt.Errorf("annotation %s is neither true nor false; ignoring it", key))
-			}
-		}
-	}
-	if _, err := PausePeriodOf(ann); err != nil {
-		errs = append(errs, err)
-	}
-	for _, key := range []string{ConfigMapReload, SecretReload} {
-		if v, ok := ann[key]; ok {
-			for _, bad := range parse(v).invalid {
-				errs = append(errs, fmt.Errorf("annotation %s: entry %q is not a regular expression; ignoring it", key, bad))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func typed(kind refs.Kind, configMap, secret string) string {
 	if kind == refs.Secret {
 		return secret
@@ -273,72 +344,62 @@ func typed(kind refs.Kind, configMap, secret string) string {
 	return configMap
 }
 
-// list is a parsed reload list.
-type list struct {
-	// names are the entries that are object names.
-	names []string
-	// patterns are the entries, compiled and anchored.
-	patterns []*regexp.Regexp
-	// invalid are the entries that do not compile.
-	invalid []string
-	// wild is true when an entry may match more than one name.
-	wild bool
+// Check returns an error for each annotation among ann that is malformed:
+// a boolean that is not one, a list over the limits, a list entry that
+// does not compile; those of the pod template that Effective kept are
+// named "pod template annotation". Values of booleans are not quoted (on a
+// Secret they could be anything); list entries are, cut short, at most
+// maxQuoted of them, as they are on workloads and name objects.
+func Check(ann map[string]string) error {
+	var errs []error
+	for _, src := range []struct{ prefix, what string }{{"", "annotation"}, {fromTemplate, "pod template annotation"}} {
+		for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto} {
+			if v, ok := ann[src.prefix+key]; ok {
+				if _, err := strconv.ParseBool(v); err != nil {
+					errs = append(errs, fmt.Errorf("%s %s is neither true nor false; ignoring it", src.what, key))
+				}
+			}
+		}
+		for _, key := range []string{Ignore, Search, Match} {
+			if v, ok := ann[src.prefix+key]; ok && v != "true" && v != "false" {
+				errs = append(errs, fmt.Errorf("%s %s is neither \"true\" nor \"false\" (compared exactly, as Reloader does); reading it as false", src.what, key))
+			}
+		}
+		for _, key := range []string{ConfigMapReload, SecretReload} {
+			if v, ok := ann[src.prefix+key]; ok {
+				errs = append(errs, checkList(src.what+" "+key, parse(v))...)
+			}
+		}
+	}
+	for _, key := range []string{ConfigMapExclude, SecretExclude} {
+		if v, ok := ann[key]; ok {
+			if err := precheck(v); err != nil {
+				errs = append(errs, fmt.Errorf("annotation %s %w; ignoring the whole list", key, err))
+			}
+		}
+	}
+	if _, err := PausePeriodOf(ann); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-func (l *list) matches(name string) bool {
-	for _, p := range l.patterns {
-		if p.MatchString(name) {
-			return true
-		}
+// maxQuoted is the most invalid entries of one list an error quotes.
+const maxQuoted = 3
+
+// checkList returns the errors of the parsed list l, read from the
+// annotation called name.
+func checkList(name string, l *parsedList) []error {
+	if l.refused != nil {
+		return []error{fmt.Errorf("%s %w; ignoring the whole list", name, l.refused)}
 	}
-	return false
-}
-
-// nameChars are the characters of object names; "." is also a regular
-// expression's any character.
-var nameChars = regexp.MustCompile(`^[a-z0-9.-]+$`)
-
-// literal are the entries that match one name only.
-var literal = regexp.MustCompile(`^[a-z0-9-]+$`)
-
-// parsed caches lists by annotation value: a list is read for every
-// reference of every workload handled, and a cluster has few distinct
-// lists. The cache is emptied when it holds maxParsed of them.
-var (
-	parsedMu sync.Mutex
-	parsed   = map[string]*list{}
-)
-
-const maxParsed = 4096
-
-func parse(v string) *list {
-	parsedMu.Lock()
-	defer parsedMu.Unlock()
-	if l, ok := parsed[v]; ok {
-		return l
+	var errs []error
+	for i, bad := range l.invalid {
+		if i == maxQuoted {
+			errs = append(errs, fmt.Errorf("%s: %d more entries are not regular expressions; ignoring them", name, len(l.invalid)-i))
+			break
+		}
+		errs = append(errs, fmt.Errorf("%s: entry %s is not a regular expression; ignoring it", name, quoteShort(bad)))
 	}
-	l := &list{}
-	for _, e := range strings.Split(v, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		re, err := regexp.Compile("^(?:" + e + ")$")
-		if err != nil {
-			l.invalid = append(l.invalid, e)
-			continue
-		}
-		l.patterns = append(l.patterns, re)
-		if nameChars.MatchString(e) {
-			l.names = append(l.names, e)
-		}
-		if !literal.MatchString(e) {
-			l.wild = true
-		}
-	}
-	if len(parsed) >= maxParsed {
-		parsed = map[string]*list{}
-	}
-	parsed[v] = l
-	return l
+	return errs
 }

@@ -46,8 +46,9 @@ func TestAutoFor(t *testing.T) {
 	}
 }
 
+// TestIgnored: only "true" ignores, as in Reloader.
 func TestIgnored(t *testing.T) {
-	for v, want := range map[string]bool{"true": true, "True": true, "1": true, "false": false, "": false, "yes": false} {
+	for v, want := range map[string]bool{"true": true, "True": false, "TRUE": false, "1": false, "t": false, "false": false, "": false, "yes": false} {
 		if got := optin.Ignored(map[string]string{optin.Ignore: v}); got != want {
 			t.Errorf("Ignored(%q) = %v, want %v", v, got, want)
 		}
@@ -117,6 +118,19 @@ func TestCheck(t *testing.T) {
 		{"ignore not a boolean", map[string]string{optin.Ignore: "hunter2"}, []string{optin.Ignore}},
 		{"invalid entry", map[string]string{optin.ConfigMapReload: "ok,(bad"}, []string{optin.ConfigMapReload, `"(bad"`}},
 		{"both reported", map[string]string{optin.SecretAuto: "x", optin.SecretReload: "*"}, []string{optin.SecretAuto, optin.SecretReload, `"*"`}},
+		{"Reloader's booleans are exactly true or false", map[string]string{optin.Search: "True", optin.Match: "1", optin.Ignore: "hunter2"},
+			[]string{optin.Search, optin.Match, optin.Ignore, "compared exactly", "reading it as false"}},
+		{"exactly true and false are fine", map[string]string{optin.Search: "true", optin.Match: "false", optin.Ignore: "true"}, nil},
+		{"a template's annotation is named so", optin.Effective(nil, map[string]string{optin.ReloaderAuto: "yes"}),
+			[]string{"pod template annotation " + optin.ReloaderAuto}},
+		{"at most 3 invalid entries quoted", map[string]string{optin.ConfigMapReload: "(1,(2,(3,(4,(5"},
+			[]string{`"(1"`, `"(3"`, "2 more entries are not regular expressions"}},
+		{"a long invalid entry is cut", map[string]string{optin.ConfigMapReload: "(" + strings.Repeat("é", 100)},
+			[]string{`"(` + strings.Repeat("é", 19) + `"…`}},
+		{"a list over the limits", map[string]string{optin.SecretReload: strings.Repeat("a,", optin.MaxListEntries+1)},
+			[]string{optin.SecretReload, "more than 256 entries", "ignoring the whole list"}},
+		{"an exclude list over the limits", map[string]string{optin.ConfigMapExclude: strings.Repeat("a", optin.MaxEntryBytes+1)},
+			[]string{optin.ConfigMapExclude, "an entry of 254 bytes", "ignoring the whole list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +145,9 @@ func TestCheck(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("error %q quotes a boolean's value", err)
+			}
+			if err != nil && strings.Contains(err.Error(), `"(4"`) {
+				t.Errorf("error %q quotes more than 3 entries", err)
 			}
 		})
 	}
@@ -163,6 +180,8 @@ func TestExcluded(t *testing.T) {
 }
 
 // TestSearched: search on the workload and match on the object, both true.
+// TestSearched: search on the workload and match on the object, both
+// exactly "true", as in Reloader.
 func TestSearched(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -174,6 +193,10 @@ func TestSearched(t *testing.T) {
 		{"match, no search", nil, map[string]string{optin.Match: "true"}, false},
 		{"search false", map[string]string{optin.Search: "false"}, map[string]string{optin.Match: "true"}, false},
 		{"match malformed", map[string]string{optin.Search: "true"}, map[string]string{optin.Match: "yes"}, false},
+		{"match True", map[string]string{optin.Search: "true"}, map[string]string{optin.Match: "True"}, false},
+		{"match 1", map[string]string{optin.Search: "true"}, map[string]string{optin.Match: "1"}, false},
+		{"search True", map[string]string{optin.Search: "True"}, map[string]string{optin.Match: "true"}, false},
+		{"search 1", map[string]string{optin.Search: "1"}, map[string]string{optin.Match: "true"}, false},
 	}
 	for _, tt := range tests {
 		if got := optin.Searched(tt.workload, tt.cfg); got != tt.want {
@@ -182,25 +205,59 @@ func TestSearched(t *testing.T) {
 	}
 }
 
-// TestEffective: the pod template's opting-in annotations count only when
-// the workload has none; exclude lists are the workload's.
+// TestEffective: the pod template's opting-in annotations count per kind,
+// for the kinds of which the workload has none (Reloader's ShouldReload);
+// exclude lists are the workload's.
 func TestEffective(t *testing.T) {
-	tmpl := map[string]string{optin.ReloaderAuto: "true", optin.ConfigMapExclude: "x", "other": "y"}
+	type view struct {
+		auto             optin.Setting
+		named, searching bool // "cfg" named; search "true"
+	}
 	tests := []struct {
-		name      string
-		own, tmpl map[string]string
-		want      map[string]string
+		name              string
+		own, tmpl         map[string]string
+		configMap, secret view
 	}{
-		{"none anywhere", map[string]string{"a": "b"}, map[string]string{"other": "y"}, map[string]string{"a": "b"}},
-		{"template only", map[string]string{"a": "b"}, tmpl, map[string]string{"a": "b", optin.ReloaderAuto: "true"}},
-		{"workload wins", map[string]string{optin.SecretReload: "s"}, tmpl, map[string]string{optin.SecretReload: "s"}},
-		{"workload's search counts as opting in", map[string]string{optin.Search: "true"}, tmpl, map[string]string{optin.Search: "true"}},
-		{"no template", nil, nil, nil},
+		{"none anywhere", map[string]string{"a": "b"}, map[string]string{"other": "y"},
+			view{}, view{}},
+		{"template only: both kinds", nil, map[string]string{optin.ReloaderAuto: "true", optin.ConfigMapReload: "cfg", optin.SecretReload: "cfg"},
+			view{optin.On, true, false}, view{optin.On, true, false}},
+		{"own secret list: ConfigMaps read the template", map[string]string{optin.SecretReload: "db"}, map[string]string{optin.ConfigMapReload: "cfg", optin.SecretReload: "cfg"},
+			view{optin.Unset, true, false}, view{optin.Unset, false, false}},
+		{"own secret auto: the template's auto counts for ConfigMaps only", map[string]string{optin.SecretAuto: "false"}, map[string]string{optin.ReloaderAuto: "true"},
+			view{optin.On, false, false}, view{optin.Off, false, false}},
+		{"own configmap auto false: Secrets read the template", map[string]string{optin.ConfigMapAuto: "false"}, map[string]string{optin.ReloaderAuto: "true", optin.Search: "true"},
+			view{optin.Off, false, false}, view{optin.On, false, true}},
+		{"own search counts for both kinds", map[string]string{optin.Search: "true"}, map[string]string{optin.ReloaderAuto: "true", optin.ConfigMapReload: "cfg"},
+			view{optin.Unset, false, true}, view{optin.Unset, false, true}},
+		{"own reloader auto counts for both kinds", map[string]string{optin.ReloaderAuto: "false"}, map[string]string{optin.ConfigMapReload: "cfg"},
+			view{optin.Off, false, false}, view{optin.Off, false, false}},
+		{"own watcher auto counts for both kinds", map[string]string{optin.Auto: "true"}, map[string]string{optin.SecretReload: "cfg"},
+			view{optin.On, false, false}, view{optin.On, false, false}},
+		{"template search, own secret list", map[string]string{optin.SecretReload: "db"}, map[string]string{optin.Search: "true"},
+			view{optin.Unset, false, true}, view{optin.Unset, false, false}},
+		{"no template", map[string]string{optin.SecretReload: "cfg"}, nil,
+			view{optin.Unset, false, false}, view{optin.Unset, true, false}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, optin.Effective(tt.own, tt.tmpl)); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			ann := optin.Effective(tt.own, tt.tmpl)
+			for kind, want := range map[refs.Kind]view{refs.ConfigMap: tt.configMap, refs.Secret: tt.secret} {
+				got := view{optin.AutoFor(ann, kind), optin.Named(ann, kind, "cfg"),
+					optin.Searched(optin.For(ann, kind), map[string]string{optin.Match: "true"})}
+				if got != want {
+					t.Errorf("%s: %+v, want %+v", kind, got, want)
+				}
+			}
+		})
+	}
+	own := map[string]string{"a": "b"}
+	if got := optin.Effective(own, map[string]string{optin.ConfigMapExclude: "x"}); !cmp.Equal(got, own) {
+		t.Errorf("the template's exclude list counts: %v", got)
+	}
+	optin.Effective(own, map[string]string{optin.ConfigMapReload: "cfg"})
+	if len(own) != 1 {
+		t.Errorf("Effective changed its argument: %v", own)
 	}
 }
 

@@ -141,7 +141,7 @@ func (o Options) notOptedIn(in Input, ref refs.Ref, cfg Config) bool {
 // a reload list names it, the workload searches and the object matches, or
 // a ReloadPolicy that applies to the workload names it.
 func chosen(in Input, ref refs.Ref, cfg Config) bool {
-	return optin.Named(in.Annotations, ref.Kind, ref.Name) || optin.Searched(in.Annotations, cfg.Annotations) ||
+	return optin.Named(in.Annotations, ref.Kind, ref.Name) || optin.Searched(optin.For(in.Annotations, ref.Kind), cfg.Annotations) ||
 		in.Policies[ref.ID()]
 }
 

@@ -289,17 +289,20 @@ func (Annotations) Refs(obj client.Object) ([]refs.Ref, error) {
 }
 
 // Matches implements Matcher: a reload list with pattern entries matches the
-// objects they name, each a reference to every key, optional.
+// objects they name, each a reference to every key, optional. Names are
+// compared as strings and only pattern entries run a regular expression
+// (package optin).
 func (Annotations) Matches(obj client.Object) []Match {
 	ann := optin.Of(obj)
 	var out []Match
 	for _, kind := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-		if !optin.HasPatterns(ann, kind) {
+		named := optin.Matcher(ann, kind) // parsed once, not once per object
+		if named == nil {
 			continue
 		}
 		out = append(out, Match{
 			Kind:    kind,
-			Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return optin.Named(ann, kind, cfg.Name) },
+			Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return named(cfg.Name) },
 			Ref:     refs.Ref{AllKeys: true, Optional: true},
 		})
 	}
