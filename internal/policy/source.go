@@ -45,9 +45,13 @@ const (
 func (r References) Annotate(obj *metav1.PartialObjectMetadata) {
 	delete(obj.Annotations, RefsAnnotation)
 	delete(obj.Annotations, MatchesAnnotation)
-	named := r.refs(obj)
+	targeting := r.Index.Targeting(obj)
+	if len(targeting) == 0 {
+		return
+	}
+	named := byName(targeting)
 	var kinds []string
-	for _, m := range r.matches(obj) {
+	for _, m := range bySelector(targeting) {
 		if !slices.Contains(kinds, string(m.Kind)) {
 			kinds = append(kinds, string(m.Kind))
 		}
@@ -91,16 +95,14 @@ func (r References) Refs(obj client.Object) ([]refs.Ref, error) {
 		}
 		return refs.Decode(s)
 	}
-	return r.refs(obj), nil
+	return byName(r.Index.Targeting(obj)), nil
 }
 
-// refs returns the references by name the policies give obj now.
-func (r References) refs(obj client.Object) []refs.Ref {
+// byName returns the references by name that the policies targeting a
+// workload give it.
+func byName(targeting []*Policy) []refs.Ref {
 	var out []refs.Ref
-	for _, p := range r.Index.In(obj.GetNamespace()) {
-		if !p.Targeting(obj) {
-			continue
-		}
+	for _, p := range targeting {
 		for _, s := range p.Sources {
 			if s.Selector == nil {
 				out = append(out, s.ref(s.Name))
@@ -115,7 +117,7 @@ func (r References) refs(obj client.Object) []refs.Ref {
 // selects. On a stored workload, the kinds are those recorded (the store
 // indexes by them), each accepting what the policies select now.
 func (r References) Matches(obj client.Object) []resolve.Match {
-	live := r.matches(obj)
+	live := bySelector(r.Index.Targeting(obj))
 	if !stored(obj) {
 		return live
 	}
@@ -145,13 +147,11 @@ func (r References) Matches(obj client.Object) []resolve.Match {
 	return out
 }
 
-// matches returns the matches the policies give obj now.
-func (r References) matches(obj client.Object) []resolve.Match {
+// bySelector returns the matches that the policies targeting a workload
+// give it.
+func bySelector(targeting []*Policy) []resolve.Match {
 	var out []resolve.Match
-	for _, p := range r.Index.In(obj.GetNamespace()) {
-		if !p.Targeting(obj) {
-			continue
-		}
+	for _, p := range targeting {
 		for _, s := range p.Sources {
 			if s.Selector == nil {
 				continue

@@ -1,0 +1,263 @@
+package policy
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/watcher-dev/watcher/internal/refs"
+)
+
+// maxCached bounds the selector results a namespace keeps (one per
+// distinct label set and kind): past it, the cache starts again empty.
+const maxCached = 4096
+
+// view holds the policies of one namespace, indexed when a policy changes
+// so that asking which policies select a workload (or use an object)
+// costs work proportional to the policies that do, not to every policy of
+// the namespace times its targets:
+//
+//	policy part               indexed as                    asked with
+//	target by name            policies by "Kind/name"       one map lookup
+//	target by selector        policies by distinct          each distinct selector of the
+//	                          (kind, selector)              kind once per label set, the
+//	                                                        answer cached by the labels
+//	source by name (policies  policies by "Kind/name"       one map lookup per reference
+//	without targets)
+//	source by selector (same) policies by distinct          as target selectors
+//	                          (kind, selector)
+//
+// The cache is dropped whenever a policy of the namespace changes. A
+// refused policy (Policy.Refused) is held, for its status, but indexed
+// nowhere: it applies to nothing. The Index's lock guards every field but
+// sorted and cache, which mu guards (they are filled by readers).
+type view struct {
+	policies map[string]*Policy
+	// targets: the policies that list targets.
+	targetNames map[string]map[string]bool
+	targetSels  map[string]map[string]*group // kind -> selector key
+	// sources: the policies that list no targets (they apply to their
+	// sources' consumers).
+	sourceNames map[string]map[string]bool
+	sourceSels  map[string]map[string]*group
+	// coalescing are the policies with a coalesce.
+	coalescing map[string]*Policy
+
+	mu     sync.Mutex
+	sorted []*Policy
+	cache  map[string][]string
+}
+
+// group is the policies that share one selector of one kind.
+type group struct {
+	sel labels.Selector
+	// policies counts, per policy name, its targets or sources with sel.
+	policies map[string]int
+}
+
+func newView() *view {
+	return &view{
+		policies:    map[string]*Policy{},
+		targetNames: map[string]map[string]bool{}, targetSels: map[string]map[string]*group{},
+		sourceNames: map[string]map[string]bool{}, sourceSels: map[string]map[string]*group{},
+		coalescing: map[string]*Policy{},
+	}
+}
+
+// add indexes p, which the view must not hold.
+func (v *view) add(p *Policy) {
+	v.policies[p.Name] = p
+	v.changed()
+	if p.Refused != nil {
+		return
+	}
+	if p.Coalesce > 0 {
+		v.coalescing[p.Name] = p
+	}
+	if p.Targets != nil {
+		for _, t := range p.Targets {
+			v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, p.Name, 1)
+		}
+		return
+	}
+	for _, s := range p.Sources {
+		v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, p.Name, 1)
+	}
+}
+
+// remove forgets the policy name, if the view holds it.
+func (v *view) remove(name string) {
+	p := v.policies[name]
+	if p == nil {
+		return
+	}
+	delete(v.policies, name)
+	delete(v.coalescing, name)
+	v.changed()
+	if p.Refused != nil {
+		return
+	}
+	for _, t := range p.Targets {
+		v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, name, -1)
+	}
+	if p.Targets == nil {
+		for _, s := range p.Sources {
+			v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, name, -1)
+		}
+	}
+}
+
+// changed drops what readers derived from the policies.
+func (v *view) changed() {
+	v.mu.Lock()
+	v.sorted, v.cache = nil, nil
+	v.mu.Unlock()
+}
+
+// index adds (delta 1) or removes (-1) the policy to or from the entry of
+// one target or source: by name, or by selector.
+func (v *view) index(names map[string]map[string]bool, sels map[string]map[string]*group, kind, name string, sel labels.Selector, policy string, delta int) {
+	if sel == nil {
+		k := kind + "/" + name
+		if delta > 0 {
+			if names[k] == nil {
+				names[k] = map[string]bool{}
+			}
+			names[k][policy] = true
+			return
+		}
+		delete(names[k], policy)
+		if len(names[k]) == 0 {
+			delete(names, k)
+		}
+		return
+	}
+	key := selectorKey(sel)
+	byKind := sels[kind]
+	if byKind == nil {
+		byKind = map[string]*group{}
+		sels[kind] = byKind
+	}
+	g := byKind[key]
+	if g == nil {
+		g = &group{sel: sel, policies: map[string]int{}}
+		byKind[key] = g
+	}
+	if g.policies[policy] += delta; g.policies[policy] <= 0 {
+		delete(g.policies, policy)
+	}
+	if len(g.policies) == 0 {
+		delete(byKind, key)
+	}
+	if len(byKind) == 0 {
+		delete(sels, kind)
+	}
+}
+
+// selectorKey tells selectors apart by what they select: a selector that
+// selects everything and one that selects nothing print alike.
+func selectorKey(sel labels.Selector) string {
+	return strconv.FormatBool(sel.Empty()) + "\x00" + sel.String()
+}
+
+// targeting returns the names of the policies with a target that selects
+// the workload kind/name whose labels are lbls, lkey their text.
+func (v *view) targeting(kind, name string, lbls labels.Labels, lkey string) []string {
+	out := v.selected("t\x00"+kind+"\x00"+lkey, v.targetSels[kind], lbls)
+	return union(out, v.targetNames[kind+"/"+name])
+}
+
+// using returns the names of the policies without targets whose sources
+// name the object kind/name, whose labels get reads (only when a source
+// selector of kind asks).
+func (v *view) using(kind refs.Kind, name string, get func() (labels.Labels, string, error)) ([]string, error) {
+	var out []string
+	if sels := v.sourceSels[string(kind)]; len(sels) > 0 {
+		lbls, lkey, err := get()
+		if err != nil {
+			return nil, err
+		}
+		out = v.selected("s\x00"+string(kind)+"\x00"+lkey, sels, lbls)
+	}
+	return union(out, v.sourceNames[string(kind)+"/"+name]), nil
+}
+
+// selected returns the names of the policies of the groups whose selector
+// matches lbls, sorted, from the cache under key when it holds them.
+func (v *view) selected(key string, groups map[string]*group, lbls labels.Labels) []string {
+	if len(groups) == 0 {
+		return nil
+	}
+	v.mu.Lock()
+	out, ok := v.cache[key]
+	v.mu.Unlock()
+	if ok {
+		return out
+	}
+	lbls = orNone(lbls)
+	seen := map[string]bool{}
+	for _, g := range groups {
+		if !g.sel.Matches(lbls) {
+			continue
+		}
+		for p := range g.policies {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	v.mu.Lock()
+	if v.cache == nil || len(v.cache) >= maxCached {
+		v.cache = map[string][]string{}
+	}
+	v.cache[key] = out
+	v.mu.Unlock()
+	return out
+}
+
+// union returns the names of a (sorted, read only) and of b, sorted, each
+// once.
+func union(a []string, b map[string]bool) []string {
+	if len(b) == 0 {
+		return a
+	}
+	out := slices.Clone(a)
+	for n := range b {
+		if _, found := slices.BinarySearch(a, n); !found {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// all returns the policies of the view, sorted by name (read only).
+func (v *view) all() []*Policy {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sorted == nil {
+		v.sorted = make([]*Policy, 0, len(v.policies))
+		for _, p := range v.policies {
+			v.sorted = append(v.sorted, p)
+		}
+		slices.SortFunc(v.sorted, func(a, b *Policy) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return v.sorted
+}
+
+// get returns the policies named, in that order; a name the view no longer
+// holds is left out.
+func (v *view) get(names []string) []*Policy {
+	out := make([]*Policy, 0, len(names))
+	for _, n := range names {
+		if p := v.policies[n]; p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
