@@ -138,6 +138,15 @@ type Journal struct {
 	Released map[workload.Key]bool
 }
 
+// held returns since when j holds k; j may be nil.
+func (j *Journal) held(k workload.Key) (time.Time, bool) {
+	if j == nil {
+		return time.Time{}, false
+	}
+	t, ok := j.Held[k]
+	return t, ok
+}
+
 // empty tells whether j holds nothing.
 func (j *Journal) empty() bool {
 	return j == nil || len(j.Restarts) == 0 && len(j.Held) == 0 && len(j.Released) == 0
