@@ -123,12 +123,12 @@ func (ix *Index) Targeting(obj client.Object) []*Policy {
 
 // labelsKey returns the labels of obj and a text that tells label sets
 // apart: the stored encoding, or the labels printed.
-func labelsKey(obj metav1.Object) (labels.Labels, string) {
+func labelsKey(obj metav1.Object) (labels.Labels, labelsText) {
 	if s, ok := obj.GetAnnotations()[slim.LabelsAnnotation]; ok {
-		return slim.Labels(obj), "a" + s
+		return slim.Labels(obj), labelsText{stored: true, text: s}
 	}
 	set := labels.Set(obj.GetLabels())
-	return set, "s" + set.String()
+	return set, labelsText{text: set.String()}
 }
 
 // Applied is what the policies that apply to one workload say (see the
@@ -247,7 +247,7 @@ func (ix *Index) applying(obj client.Object, lbls *labelsOf) ([]*Policy, error) 
 		}
 		using := map[string]bool{}
 		for _, u := range spec {
-			ns, err := v.using(u.Kind, u.Name, func() (labels.Labels, string, error) { return lbls.key(u.Kind, u.Name) })
+			ns, err := v.using(u.Kind, u.Name, func() (labels.Labels, labelsText, error) { return lbls.key(u.Kind, u.Name) })
 			if err != nil {
 				return nil, err
 			}
@@ -314,9 +314,9 @@ func (l *labelsOf) get(kind refs.Kind, name string) (labels.Labels, error) {
 
 // key returns the labels of the object kind/name and a text that tells
 // label sets apart (see labelsKey).
-func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, string, error) {
+func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, labelsText, error) {
 	if l.configs == nil {
-		return nil, "", nil
+		return nil, labelsText{}, nil
 	}
 	if l.byKind == nil {
 		l.byKind = map[refs.Kind]map[string]*metav1.PartialObjectMetadata{}
@@ -325,7 +325,7 @@ func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, string, erro
 	if !ok {
 		objs, err := l.configs.List(kind, l.namespace)
 		if err != nil {
-			return nil, "", err
+			return nil, labelsText{}, err
 		}
 		m = make(map[string]*metav1.PartialObjectMetadata, len(objs))
 		for _, o := range objs {
@@ -335,7 +335,7 @@ func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, string, erro
 	}
 	o := m[name]
 	if o == nil {
-		return nil, "", nil
+		return nil, labelsText{}, nil
 	}
 	lbls, lkey := labelsKey(o)
 	return lbls, lkey, nil

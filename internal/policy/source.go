@@ -41,34 +41,48 @@ const (
 )
 
 // Annotate records on obj, a stored workload, the references the policies
-// give it now.
+// give it now. The texts are worked out once per workload, label set and
+// change of the namespace's policies (Index.recorded): a workload's status
+// updates cost a map lookup.
 func (r References) Annotate(obj *metav1.PartialObjectMetadata) {
 	delete(obj.Annotations, RefsAnnotation)
 	delete(obj.Annotations, MatchesAnnotation)
-	targeting := r.Index.Targeting(obj)
-	if len(targeting) == 0 {
+	rec := r.Index.recorded(obj, annotations)
+	if rec.refs == "" && rec.matches == "" {
 		return
 	}
-	named := byName(targeting)
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
+	}
+	if rec.refs != "" {
+		obj.Annotations[RefsAnnotation] = rec.refs
+	}
+	if rec.matches != "" {
+		obj.Annotations[MatchesAnnotation] = rec.matches
+	}
+}
+
+// record is what Annotate records on a workload; "" for none.
+type record struct{ refs, matches string }
+
+// annotations returns what Annotate records on a workload the policies
+// targeting select.
+func annotations(targeting []*Policy) record {
+	var out record
+	if named := byName(targeting); len(named) > 0 {
+		out.refs = refs.Encode(refs.Merge(named))
+	}
 	var kinds []string
 	for _, m := range bySelector(targeting) {
 		if !slices.Contains(kinds, string(m.Kind)) {
 			kinds = append(kinds, string(m.Kind))
 		}
 	}
-	if len(named) == 0 && len(kinds) == 0 {
-		return
-	}
-	if obj.Annotations == nil {
-		obj.Annotations = map[string]string{}
-	}
-	if len(named) > 0 {
-		obj.Annotations[RefsAnnotation] = refs.Encode(refs.Merge(named))
-	}
 	if len(kinds) > 0 {
 		slices.Sort(kinds)
-		obj.Annotations[MatchesAnnotation] = strings.Join(kinds, ",")
+		out.matches = strings.Join(kinds, ",")
 	}
+	return out
 }
 
 // stored tells whether obj is a workload as the store keeps it.

@@ -7,8 +7,10 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // maxCached bounds the selector results a namespace keeps (one per
@@ -30,7 +32,9 @@ const maxCached = 4096
 //	source by selector (same) policies by distinct          as target selectors
 //	                          (kind, selector)
 //
-// The cache is dropped whenever a policy of the namespace changes. A
+// The cache, and the texts Annotate records per workload and label set
+// (Index.recorded), are dropped whenever a policy of the namespace
+// changes. A
 // refused policy (Policy.Refused) is held, for its status, but indexed
 // nowhere: it applies to nothing. The Index's lock guards every field but
 // sorted and cache, which mu guards (they are filled by readers).
@@ -46,9 +50,31 @@ type view struct {
 	// coalescing are the policies with a coalesce.
 	coalescing map[string]*Policy
 
-	mu     sync.Mutex
-	sorted []*Policy
-	cache  map[string][]string
+	mu      sync.Mutex
+	sorted  []*Policy
+	cache   map[cacheKey][]string
+	records map[recordKey]record
+}
+
+// recordKey names a workload with a label set.
+type recordKey struct {
+	kind, name string
+	labels     labelsText
+}
+
+// cacheKey names one answer of selected: of the target (or source)
+// selectors of kind, for a label set.
+type cacheKey struct {
+	sources bool
+	kind    string
+	labels  labelsText
+}
+
+// labelsText tells label sets apart: the text the store keeps them in
+// (stored) or the labels printed.
+type labelsText struct {
+	stored bool
+	text   string
 }
 
 // group is the policies that share one selector of one kind.
@@ -113,7 +139,7 @@ func (v *view) remove(name string) {
 // changed drops what readers derived from the policies.
 func (v *view) changed() {
 	v.mu.Lock()
-	v.sorted, v.cache = nil, nil
+	v.sorted, v.cache, v.records = nil, nil, nil
 	v.mu.Unlock()
 }
 
@@ -165,29 +191,29 @@ func selectorKey(sel labels.Selector) string {
 
 // targeting returns the names of the policies with a target that selects
 // the workload kind/name whose labels are lbls, lkey their text.
-func (v *view) targeting(kind, name string, lbls labels.Labels, lkey string) []string {
-	out := v.selected("t\x00"+kind+"\x00"+lkey, v.targetSels[kind], lbls)
+func (v *view) targeting(kind, name string, lbls labels.Labels, lkey labelsText) []string {
+	out := v.selected(cacheKey{kind: kind, labels: lkey}, v.targetSels[kind], lbls)
 	return union(out, v.targetNames[kind+"/"+name])
 }
 
 // using returns the names of the policies without targets whose sources
 // name the object kind/name, whose labels get reads (only when a source
 // selector of kind asks).
-func (v *view) using(kind refs.Kind, name string, get func() (labels.Labels, string, error)) ([]string, error) {
+func (v *view) using(kind refs.Kind, name string, get func() (labels.Labels, labelsText, error)) ([]string, error) {
 	var out []string
 	if sels := v.sourceSels[string(kind)]; len(sels) > 0 {
 		lbls, lkey, err := get()
 		if err != nil {
 			return nil, err
 		}
-		out = v.selected("s\x00"+string(kind)+"\x00"+lkey, sels, lbls)
+		out = v.selected(cacheKey{sources: true, kind: string(kind), labels: lkey}, sels, lbls)
 	}
 	return union(out, v.sourceNames[string(kind)+"/"+name]), nil
 }
 
 // selected returns the names of the policies of the groups whose selector
 // matches lbls, sorted, from the cache under key when it holds them.
-func (v *view) selected(key string, groups map[string]*group, lbls labels.Labels) []string {
+func (v *view) selected(key cacheKey, groups map[string]*group, lbls labels.Labels) []string {
 	if len(groups) == 0 {
 		return nil
 	}
@@ -213,7 +239,7 @@ func (v *view) selected(key string, groups map[string]*group, lbls labels.Labels
 	slices.Sort(out)
 	v.mu.Lock()
 	if v.cache == nil || len(v.cache) >= maxCached {
-		v.cache = map[string][]string{}
+		v.cache = map[cacheKey][]string{}
 	}
 	v.cache[key] = out
 	v.mu.Unlock()
@@ -260,4 +286,39 @@ func (v *view) get(names []string) []*Policy {
 		}
 	}
 	return out
+}
+
+// recorded returns what Annotate records on obj, a workload: build's
+// answer for the policies targeting it, kept until the policies of its
+// namespace change (at most maxCached per namespace).
+func (ix *Index) recorded(obj client.Object, build func([]*Policy) record) record {
+	if ix == nil {
+		return record{}
+	}
+	k, ok := workload.Of(obj)
+	if !ok {
+		return record{}
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	v := ix.byNS[obj.GetNamespace()]
+	if v == nil {
+		return record{}
+	}
+	lbls, lkey := labelsKey(obj)
+	key := recordKey{kind: k.Name(), name: obj.GetName(), labels: lkey}
+	v.mu.Lock()
+	rec, ok := v.records[key]
+	v.mu.Unlock()
+	if ok {
+		return rec
+	}
+	rec = build(v.get(v.targeting(key.kind, key.name, lbls, lkey)))
+	v.mu.Lock()
+	if v.records == nil || len(v.records) >= maxCached {
+		v.records = map[recordKey]record{}
+	}
+	v.records[key] = rec
+	v.mu.Unlock()
+	return rec
 }
