@@ -94,8 +94,8 @@ func BenchmarkWorkloadEvent(b *testing.B) {
 // heap holds its caches anyway.) The best of several rounds is compared,
 // so that other work on the machine does not decide.
 func TestManyPoliciesCostLittle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures")
+	if testing.Short() || raceEnabled {
+		t.Skip("measures: not with -short or -race")
 	}
 	best := func(ev func(int)) time.Duration {
 		const events = 2000
