@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -204,4 +206,53 @@ func (f fakeConfigs) List(kind refs.Kind, _ string) ([]*metav1.PartialObjectMeta
 		return nil, nil
 	}
 	return f, nil
+}
+
+// counting is a selector that counts the label sets it is asked about.
+type counting struct {
+	labels.Selector
+	n *atomic.Int64
+}
+
+func (c counting) Matches(l labels.Labels) bool {
+	c.n.Add(1)
+	return c.Selector.Matches(l)
+}
+
+// TestEventWorkIsPerDistinctSelector: in a namespace of 2,000 policies of
+// 100 targets by selector (26 distinct selectors), a workload event (the
+// store's transform: References.Annotate) asks each distinct selector
+// once for a label set not seen before, and none for one seen before (a
+// status update), instead of every target of every policy.
+func TestEventWorkIsPerDistinctSelector(t *testing.T) {
+	var asked atomic.Int64
+	ix := NewIndex()
+	for i := range 2000 {
+		var ts []Target
+		for j := range 100 {
+			sel, _ := selector(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "x", "tier": string(rune('a' + j%26))}})
+			ts = append(ts, Target{Kind: "Deployment", Selector: counting{sel, &asked}})
+		}
+		ix.Set(&Policy{Namespace: "shop", Name: fmt.Sprintf("p%d", i), Targets: ts, Sources: []Source{{Kind: refs.ConfigMap, Name: "cfg"}}})
+	}
+	r := References{Index: ix}
+	for i, tt := range []struct {
+		lbls map[string]string
+		want int64
+	}{
+		{map[string]string{"app": "web"}, 26},
+		{map[string]string{"app": "web"}, 0},
+		{map[string]string{"app": "x", "tier": "b"}, 26},
+		{map[string]string{"app": "x", "tier": "b"}, 0},
+	} {
+		asked.Store(0)
+		obj := deploy("web", tt.lbls, false)
+		r.Annotate(obj)
+		if got := asked.Load(); got != tt.want {
+			t.Errorf("event %d, labels %v: %d selectors asked, want %d", i, tt.lbls, got, tt.want)
+		}
+		if targeted := obj.Annotations[RefsAnnotation] != ""; targeted != (tt.lbls["tier"] == "b") {
+			t.Errorf("event %d, labels %v: references %q", i, tt.lbls, obj.Annotations[RefsAnnotation])
+		}
+	}
 }
