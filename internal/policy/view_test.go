@@ -219,17 +219,17 @@ func (c counting) Matches(l labels.Labels) bool {
 	return c.Selector.Matches(l)
 }
 
-// TestEventWorkIsPerDistinctSelector: in a namespace of 2,000 policies of
-// 100 targets by selector (26 distinct selectors), a workload event (the
+// TestEventWorkIsPerDistinctSelector: in a namespace of 500 policies of 52
+// targets by selector (26 distinct selectors), a workload event (the
 // store's transform: References.Annotate) asks each distinct selector
 // once for a label set not seen before, and none for one seen before (a
 // status update), instead of every target of every policy.
 func TestEventWorkIsPerDistinctSelector(t *testing.T) {
 	var asked atomic.Int64
 	ix := NewIndex()
-	for i := range 2000 {
+	for i := range 500 {
 		var ts []Target
-		for j := range 100 {
+		for j := range 52 {
 			sel, _ := selector(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "x", "tier": string(rune('a' + j%26))}})
 			ts = append(ts, Target{Kind: "Deployment", Selector: counting{sel, &asked}})
 		}
