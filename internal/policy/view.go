@@ -224,19 +224,15 @@ func (v *view) selected(key cacheKey, groups map[string]*group, lbls labels.Labe
 		return out
 	}
 	lbls = orNone(lbls)
-	seen := map[string]bool{}
 	for _, g := range groups {
-		if !g.sel.Matches(lbls) {
-			continue
-		}
-		for p := range g.policies {
-			if !seen[p] {
-				seen[p] = true
+		if g.sel.Matches(lbls) {
+			for p := range g.policies {
 				out = append(out, p)
 			}
 		}
 	}
 	slices.Sort(out)
+	out = slices.Compact(out)
 	v.mu.Lock()
 	if v.cache == nil || len(v.cache) >= maxCached {
 		v.cache = map[cacheKey][]string{}
