@@ -91,8 +91,9 @@ demo: build controlplane ## start a local control plane, run watcher on it and s
 run: build ## run watcher against the cluster of $$KUBECONFIG
 	bin/watcher --local-config=True
 
-bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale
+bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; then again with 2,000 ReloadPolicies
 	$(GO) run ./hack/bench --watcher bin/watcher
+	$(GO) run ./hack/bench --watcher bin/watcher --policies 2000
 
 clean: ## remove bin/
 	rm -rf bin

@@ -64,6 +64,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RefsPerWorkload, "refs-per-workload", 1, "configs each workload uses (through envFrom, a volume or a keyRef in turn)")
 	fs.IntVar(&o.Changes, "changes", 200, "config changes the controller should react to (as many floor changes are made too)")
 	fs.Float64Var(&o.Rate, "rate", 20, "controller changes per second (floor changes come in between)")
+	fs.IntVar(&o.Policies, "policies", 0, "ReloadPolicies to create in the workloads' namespace, selecting none of them (the many-policies scenario; compare its CPU per change with a run without)")
+	fs.IntVar(&o.PolicyTargets, "policy-targets", 100, "targets by selector of each of --policies")
 
 	fs.StringVar(&o.Watcher, "watcher", "", "watcher binary, for the default --controller-cmd")
 	fs.StringVar(&o.ControllerCmd, "controller-cmd", "",

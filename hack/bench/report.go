@@ -118,6 +118,9 @@ func (r *report) writeTable(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	p("scenario\t%d workloads, %d %s of %d B, %d ref(s) each, %d changes at %g/s (+%d floor changes)",
 		s.Workloads, s.Configs, kindPlural(s.Kind), s.Size, s.RefsPerWorkload, s.Changes, s.Rate, s.Changes)
+	if s.Policies > 0 {
+		p("policies\t%d ReloadPolicies of %d targets in the workloads' namespace, selecting none", s.Policies, s.PolicyTargets)
+	}
 	p("controller\t%s", r.ControllerCmd)
 	settled := ""
 	if !r.Settled {

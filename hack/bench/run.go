@@ -84,6 +84,9 @@ func run(ctx context.Context, o options, log *progress) (_ *report, err error) {
 	if err := createAll(ctx, b.cs, o.Scenario, log); err != nil {
 		return nil, err
 	}
+	if err := createPolicies(ctx, b.cluster.RESTConfig(), o.Scenario, log); err != nil {
+		return nil, err
+	}
 	b.r.Create = toSeconds(time.Since(created))
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

@@ -43,6 +43,11 @@ type Scenario struct {
 	RefsPerWorkload int     `json:"refsPerWorkload"`
 	Changes         int     `json:"changes"`
 	Rate            float64 `json:"ratePerSecond"`
+	// Policies ReloadPolicies of PolicyTargets targets each are created
+	// in the workloads' namespace, selecting none of them (see
+	// createPolicies): the many-policies scenario.
+	Policies      int `json:"policies,omitempty"`
+	PolicyTargets int `json:"policyTargets,omitempty"`
 }
 
 // Validate reports settings that make no sense or changes that would come
@@ -69,6 +74,9 @@ func (s Scenario) Validate() error {
 	}
 	if s.Rate <= 0 {
 		errs = append(errs, errors.New("--rate must be positive"))
+	}
+	if s.Policies < 0 || s.Policies > 0 && (s.PolicyTargets < 1 || s.PolicyTargets > 100) {
+		errs = append(errs, errors.New("--policies must be 0 or more, --policy-targets 1 to 100"))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -121,6 +121,22 @@ func (r *Reconciler) restartedForPolicies(a policy.Applied, key workload.Key, p 
 	}
 }
 
+// decidedForPolicies tells the status writer that the workload key was
+// decided (p) and the decision carried out: with no restart left to
+// write, the policies no longer list it as pending (its change was
+// reverted, or the restart written); with its record changed, policies
+// waiting for a missing source or target look again.
+func (r *Reconciler) decidedForPolicies(obj client.Object, uses []refs.Ref, key workload.Key, p plan.Plan) {
+	if r.Config.Policies == nil || r.Config.Policies.Status == nil {
+		return
+	}
+	a, err := r.applied(obj, uses)
+	if err != nil || len(a.Policies) == 0 {
+		return
+	}
+	r.Config.Policies.Status.Decided(a.Policies, key, p.Action == plan.Restart, p.Action != plan.None)
+}
+
 // coalesce returns how long the changes of obj, a ConfigMap or Secret of
 // kind, are held for the policies that name it.
 func (p *Policies) coalesce(kind refs.Kind, obj client.Object) time.Duration {

@@ -132,7 +132,11 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 			return plan.Plan{}, err
 		}
 	}
-	return p, r.apply(ctx, key, obj, in, p)
+	if err := r.apply(ctx, key, obj, in, p); err != nil {
+		return p, err
+	}
+	r.decidedForPolicies(obj, in.Refs, key, p)
+	return p, nil
 }
 
 // verify decides a restart again with the changed objects read from the API

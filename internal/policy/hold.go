@@ -46,7 +46,9 @@ func (a Applied) Hold(now time.Time) (hold bool, until time.Time, msg string) {
 // WindowGate is the guard.Gate of maintenance windows (reason
 // guard.ReasonWindow): it holds the restart of a workload outside the
 // windows of the policies that apply to it (Applied.Hold), until the next
-// one opens, and tells Status which restarts it holds and releases.
+// one opens, and tells Status which restarts it holds and releases. (A
+// held restart that is no longer needed, its change reverted, is released
+// by StatusWriter.Decided.)
 type WindowGate struct {
 	Index *Index
 	// Store holds the workloads and the ConfigMaps and Secrets.
@@ -71,8 +73,10 @@ func (g WindowGate) Check(r guard.Request) guard.Verdict {
 	hold, until, msg := a.Hold(r.Now)
 	withWindows := a.WithWindows()
 	if !hold {
-		if g.Status != nil && len(withWindows) > 0 {
-			g.Status.Released(withWindows, key)
+		if g.Status != nil {
+			// Every policy: one whose windows were removed may still list
+			// the workload.
+			g.Status.Released(a.Policies, key)
 		}
 		return guard.Verdict{}
 	}

@@ -2,10 +2,10 @@ package policy
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,27 +15,31 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// Index holds the policies of the watched namespaces, by namespace. It is
-// safe for concurrent use; a nil or empty Index holds no policy.
+// Index holds the policies of the watched namespaces, by namespace, each
+// namespace indexed as its policies change (see view) so that the
+// questions asked on every workload event (Targeting, For) cost work
+// proportional to the policies that answer them. It is safe for
+// concurrent use; a nil or empty Index holds no policy.
 type Index struct {
 	mu   sync.RWMutex
-	byNS map[string]map[string]*Policy
+	byNS map[string]*view
 }
 
 // NewIndex returns an empty Index.
-func NewIndex() *Index { return &Index{byNS: map[string]map[string]*Policy{}} }
+func NewIndex() *Index { return &Index{byNS: map[string]*view{}} }
 
 // Set adds or replaces p and returns the policy it replaces, if any.
 func (ix *Index) Set(p *Policy) *Policy {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ns := ix.byNS[p.Namespace]
-	if ns == nil {
-		ns = map[string]*Policy{}
-		ix.byNS[p.Namespace] = ns
+	v := ix.byNS[p.Namespace]
+	if v == nil {
+		v = newView()
+		ix.byNS[p.Namespace] = v
 	}
-	old := ns[p.Name]
-	ns[p.Name] = p
+	old := v.policies[p.Name]
+	v.remove(p.Name)
+	v.add(p)
 	return old
 }
 
@@ -43,9 +47,13 @@ func (ix *Index) Set(p *Policy) *Policy {
 func (ix *Index) Delete(namespace, name string) *Policy {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	old := ix.byNS[namespace][name]
-	delete(ix.byNS[namespace], name)
-	if len(ix.byNS[namespace]) == 0 {
+	v := ix.byNS[namespace]
+	if v == nil {
+		return nil
+	}
+	old := v.policies[name]
+	v.remove(name)
+	if len(v.policies) == 0 {
 		delete(ix.byNS, namespace)
 	}
 	return old
@@ -56,12 +64,12 @@ func (ix *Index) Clear() []*Policy {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var out []*Policy
-	for _, ns := range ix.byNS {
-		for _, p := range ns {
+	for _, v := range ix.byNS {
+		for _, p := range v.policies {
 			out = append(out, p)
 		}
 	}
-	ix.byNS = map[string]map[string]*Policy{}
+	ix.byNS = map[string]*view{}
 	return out
 }
 
@@ -72,23 +80,55 @@ func (ix *Index) Get(namespace, name string) *Policy {
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.byNS[namespace][name]
+	if v := ix.byNS[namespace]; v != nil {
+		return v.policies[name]
+	}
+	return nil
 }
 
-// In returns the policies of namespace, sorted by name.
+// In returns the policies of namespace, sorted by name, refused ones
+// included.
 func (ix *Index) In(namespace string) []*Policy {
 	if ix == nil {
 		return nil
 	}
 	ix.mu.RLock()
-	ns := ix.byNS[namespace]
-	out := make([]*Policy, 0, len(ns))
-	for _, p := range ns {
-		out = append(out, p)
+	defer ix.mu.RUnlock()
+	v := ix.byNS[namespace]
+	if v == nil {
+		return nil
 	}
-	ix.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Policy) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return slices.Clone(v.all())
+}
+
+// Targeting returns the policies of obj's namespace with a target that
+// selects obj, a workload, sorted by name.
+func (ix *Index) Targeting(obj client.Object) []*Policy {
+	if ix == nil {
+		return nil
+	}
+	k, ok := workload.Of(obj)
+	if !ok {
+		return nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	v := ix.byNS[obj.GetNamespace()]
+	if v == nil {
+		return nil
+	}
+	lbls, lkey := labelsKey(obj)
+	return v.get(v.targeting(k.Name(), obj.GetName(), lbls, lkey))
+}
+
+// labelsKey returns the labels of obj and a text that tells label sets
+// apart: the stored encoding, or the labels printed.
+func labelsKey(obj metav1.Object) (labels.Labels, labelsText) {
+	if s, ok := obj.GetAnnotations()[slim.LabelsAnnotation]; ok {
+		return slim.Labels(obj), labelsText{stored: true, text: s}
+	}
+	set := labels.Set(obj.GetLabels())
+	return set, labelsText{text: set.String()}
 }
 
 // Applied is what the policies that apply to one workload say (see the
@@ -125,8 +165,17 @@ func (a Applied) Naming(ids []string) []*Policy {
 // of obj, a ConfigMap or Secret of kind, that name it among their sources:
 // how long its changes are held, counted from the first; 0 for none.
 func (ix *Index) Coalesce(kind refs.Kind, obj client.Object) time.Duration {
+	if ix == nil {
+		return 0
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	v := ix.byNS[obj.GetNamespace()]
+	if v == nil {
+		return 0
+	}
 	var out time.Duration
-	for _, p := range ix.In(obj.GetNamespace()) {
+	for _, p := range v.coalescing {
 		if p.Coalesce <= out {
 			continue
 		}
@@ -142,25 +191,12 @@ func (ix *Index) Coalesce(kind refs.Kind, obj client.Object) time.Duration {
 // objects a source selector may match.
 func (ix *Index) For(obj client.Object, uses []refs.Ref, configs resolve.Configs) (Applied, error) {
 	var a Applied
-	policies := ix.In(obj.GetNamespace())
-	if len(policies) == 0 {
-		return a, nil
-	}
-	spec, err := workload.Refs(obj)
-	if err != nil {
+	lbls := &labelsOf{configs: configs, namespace: obj.GetNamespace()}
+	policies, err := ix.applying(obj, lbls)
+	if err != nil || len(policies) == 0 {
 		return a, err
 	}
-	lbls := &labelsOf{configs: configs, namespace: obj.GetNamespace()}
 	for _, p := range policies {
-		applies := p.Targeting(obj)
-		if !applies && p.Targets == nil {
-			if applies, err = p.consumes(spec, lbls); err != nil {
-				return a, err
-			}
-		}
-		if !applies {
-			continue
-		}
 		a.Policies = append(a.Policies, p)
 		a.DryRun = a.DryRun || p.DryRun
 		if a.Strategy == "" {
@@ -185,16 +221,43 @@ func (ix *Index) For(obj client.Object, uses []refs.Ref, configs resolve.Configs
 	return a, nil
 }
 
-// consumes tells whether a pod spec using spec uses an object a source of
-// p names.
-func (p *Policy) consumes(spec []refs.Ref, lbls *labelsOf) (bool, error) {
-	for _, u := range spec {
-		names, err := p.names(u, lbls)
-		if names || err != nil {
-			return names, err
-		}
+// applying returns the policies that apply to obj, a workload, sorted by
+// name: those with a target that selects it, and those without targets
+// whose sources name an object its pod spec uses.
+func (ix *Index) applying(obj client.Object, lbls *labelsOf) ([]*Policy, error) {
+	if ix == nil {
+		return nil, nil
 	}
-	return false, nil
+	k, ok := workload.Of(obj)
+	if !ok {
+		return nil, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	v := ix.byNS[obj.GetNamespace()]
+	if v == nil {
+		return nil, nil
+	}
+	own, lkey := labelsKey(obj)
+	names := v.targeting(k.Name(), obj.GetName(), own, lkey)
+	if len(v.sourceNames) > 0 || len(v.sourceSels) > 0 {
+		spec, err := workload.Refs(obj)
+		if err != nil {
+			return nil, err
+		}
+		using := map[string]bool{}
+		for _, u := range spec {
+			ns, err := v.using(u.Kind, u.Name, func() (labels.Labels, labelsText, error) { return lbls.key(u.Kind, u.Name) })
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range ns {
+				using[n] = true
+			}
+		}
+		names = union(names, using)
+	}
+	return v.get(names), nil
 }
 
 // names tells whether a source of p names the object of u.
@@ -239,29 +302,43 @@ func (p *Policy) source(u refs.Ref, lbls *labelsOf) (Source, bool, error) {
 type labelsOf struct {
 	configs   resolve.Configs
 	namespace string
-	byKind    map[refs.Kind]map[string]labels.Labels
+	byKind    map[refs.Kind]map[string]*metav1.PartialObjectMetadata
 }
 
+// get returns the labels of the object kind/name; nil when it does not
+// exist (or no configs were given).
 func (l *labelsOf) get(kind refs.Kind, name string) (labels.Labels, error) {
+	lbls, _, err := l.key(kind, name)
+	return lbls, err
+}
+
+// key returns the labels of the object kind/name and a text that tells
+// label sets apart (see labelsKey).
+func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, labelsText, error) {
 	if l.configs == nil {
-		return nil, nil
+		return nil, labelsText{}, nil
 	}
 	if l.byKind == nil {
-		l.byKind = map[refs.Kind]map[string]labels.Labels{}
+		l.byKind = map[refs.Kind]map[string]*metav1.PartialObjectMetadata{}
 	}
 	m, ok := l.byKind[kind]
 	if !ok {
 		objs, err := l.configs.List(kind, l.namespace)
 		if err != nil {
-			return nil, err
+			return nil, labelsText{}, err
 		}
-		m = make(map[string]labels.Labels, len(objs))
+		m = make(map[string]*metav1.PartialObjectMetadata, len(objs))
 		for _, o := range objs {
-			m[o.Name] = slim.Labels(o)
+			m[o.Name] = o
 		}
 		l.byKind[kind] = m
 	}
-	return m[name], nil
+	o := m[name]
+	if o == nil {
+		return nil, labelsText{}, nil
+	}
+	lbls, lkey := labelsKey(o)
+	return lbls, lkey, nil
 }
 
 // sortedSet returns items sorted, each once.

@@ -78,6 +78,10 @@ type Policy struct {
 	// SelectorErrs are the selectors that do not parse; such a selector
 	// selects nothing.
 	SelectorErrs []error
+	// Refused says why the policy is over a limit (see MaxSources); such
+	// a policy applies to nothing and is not parsed further. Nil: within
+	// every limit.
+	Refused error
 }
 
 // Source is one source of a policy: an object by name, or every object of
@@ -98,7 +102,8 @@ type Target struct {
 	Selector labels.Selector
 }
 
-// Compile reads p. What the API server cannot check (a selector's
+// Compile reads p. A policy over a limit is not parsed: it is returned
+// with Refused set and nothing else it applies. What the API server cannot check (a selector's
 // operator, a schedule, a time zone) is kept in SelectorErrs and
 // WindowErrs, for the status to report.
 func Compile(p *v1alpha1.ReloadPolicy) *Policy {
@@ -108,6 +113,9 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	}
 	if p.Spec.Coalesce != nil {
 		out.Coalesce = p.Spec.Coalesce.Duration
+	}
+	if out.Refused = refused(p); out.Refused != nil {
+		return out
 	}
 	for i, s := range p.Spec.Sources {
 		sel, err := selector(s.Selector)

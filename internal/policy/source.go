@@ -41,30 +41,48 @@ const (
 )
 
 // Annotate records on obj, a stored workload, the references the policies
-// give it now.
+// give it now. The texts are worked out once per workload, label set and
+// change of the namespace's policies (Index.recorded): a workload's status
+// updates cost a map lookup.
 func (r References) Annotate(obj *metav1.PartialObjectMetadata) {
 	delete(obj.Annotations, RefsAnnotation)
 	delete(obj.Annotations, MatchesAnnotation)
-	named := r.refs(obj)
-	var kinds []string
-	for _, m := range r.matches(obj) {
-		if !slices.Contains(kinds, string(m.Kind)) {
-			kinds = append(kinds, string(m.Kind))
-		}
-	}
-	if len(named) == 0 && len(kinds) == 0 {
+	rec := r.Index.recorded(obj, annotations)
+	if rec.refs == "" && rec.matches == "" {
 		return
 	}
 	if obj.Annotations == nil {
 		obj.Annotations = map[string]string{}
 	}
-	if len(named) > 0 {
-		obj.Annotations[RefsAnnotation] = refs.Encode(refs.Merge(named))
+	if rec.refs != "" {
+		obj.Annotations[RefsAnnotation] = rec.refs
+	}
+	if rec.matches != "" {
+		obj.Annotations[MatchesAnnotation] = rec.matches
+	}
+}
+
+// record is what Annotate records on a workload; "" for none.
+type record struct{ refs, matches string }
+
+// annotations returns what Annotate records on a workload the policies
+// targeting select.
+func annotations(targeting []*Policy) record {
+	var out record
+	if named := byName(targeting); len(named) > 0 {
+		out.refs = refs.Encode(refs.Merge(named))
+	}
+	var kinds []string
+	for _, m := range bySelector(targeting) {
+		if !slices.Contains(kinds, string(m.Kind)) {
+			kinds = append(kinds, string(m.Kind))
+		}
 	}
 	if len(kinds) > 0 {
 		slices.Sort(kinds)
-		obj.Annotations[MatchesAnnotation] = strings.Join(kinds, ",")
+		out.matches = strings.Join(kinds, ",")
 	}
+	return out
 }
 
 // stored tells whether obj is a workload as the store keeps it.
@@ -91,16 +109,14 @@ func (r References) Refs(obj client.Object) ([]refs.Ref, error) {
 		}
 		return refs.Decode(s)
 	}
-	return r.refs(obj), nil
+	return byName(r.Index.Targeting(obj)), nil
 }
 
-// refs returns the references by name the policies give obj now.
-func (r References) refs(obj client.Object) []refs.Ref {
+// byName returns the references by name that the policies targeting a
+// workload give it.
+func byName(targeting []*Policy) []refs.Ref {
 	var out []refs.Ref
-	for _, p := range r.Index.In(obj.GetNamespace()) {
-		if !p.Targeting(obj) {
-			continue
-		}
+	for _, p := range targeting {
 		for _, s := range p.Sources {
 			if s.Selector == nil {
 				out = append(out, s.ref(s.Name))
@@ -115,7 +131,7 @@ func (r References) refs(obj client.Object) []refs.Ref {
 // selects. On a stored workload, the kinds are those recorded (the store
 // indexes by them), each accepting what the policies select now.
 func (r References) Matches(obj client.Object) []resolve.Match {
-	live := r.matches(obj)
+	live := bySelector(r.Index.Targeting(obj))
 	if !stored(obj) {
 		return live
 	}
@@ -145,13 +161,11 @@ func (r References) Matches(obj client.Object) []resolve.Match {
 	return out
 }
 
-// matches returns the matches the policies give obj now.
-func (r References) matches(obj client.Object) []resolve.Match {
+// bySelector returns the matches that the policies targeting a workload
+// give it.
+func bySelector(targeting []*Policy) []resolve.Match {
 	var out []resolve.Match
-	for _, p := range r.Index.In(obj.GetNamespace()) {
-		if !p.Targeting(obj) {
-			continue
-		}
+	for _, p := range targeting {
 		for _, s := range p.Sources {
 			if s.Selector == nil {
 				continue

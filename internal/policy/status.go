@@ -19,6 +19,8 @@ import (
 // The Ready condition of a policy:
 //
 //	reason           status  when
+//	TooLarge         False   the policy is over a limit (see MaxSources):
+//	                         it applies to nothing until it is made smaller
 //	InvalidSelector  False   a selector does not parse (it selects nothing)
 //	InvalidSchedule  False   a window's schedule is no cron expression (the
 //	                         policy's restarts are held until it is fixed)
@@ -44,6 +46,9 @@ const MaxLastRestarts = 10
 func Ready(p *Policy, st Workloads) (metav1.Condition, error) {
 	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}
 	switch {
+	case p.Refused != nil:
+		c.Reason, c.Message = ReasonTooLarge, p.Refused.Error()+"; the policy is ignored until it is within the limits"
+		return c, nil
 	case len(p.SelectorErrs) > 0:
 		c.Reason, c.Message = ReasonInvalidSelector, errors.Join(p.SelectorErrs...).Error()
 		return c, nil
@@ -131,6 +136,15 @@ type Journal struct {
 	// replica first held each; Released those it no longer holds.
 	Held     map[workload.Key]time.Time
 	Released map[workload.Key]bool
+}
+
+// held returns since when j holds k; j may be nil.
+func (j *Journal) held(k workload.Key) (time.Time, bool) {
+	if j == nil {
+		return time.Time{}, false
+	}
+	t, ok := j.Held[k]
+	return t, ok
 }
 
 // empty tells whether j holds nothing.

@@ -37,14 +37,14 @@ func Scheme() (*runtime.Scheme, error) {
 // Watcher keeps Index in line with the ReloadPolicies of the watched
 // namespaces, through an informer that runs only while the API server
 // serves the CRD: it asks the discovery API every Interval, like the
-// optional workload kinds.
-//
-//	CRD served  informers  action
-//	yes         stopped    start them (policies on)
-//	no          running    stop them, forget every policy and release
-//	                       what each held (policies off)
-//	no          never ran  nothing; said once in the log
-//	unknown     any        nothing (a failed discovery call changes nothing)
+// optional workload kinds, and acts as next says. One answer without the
+// CRD (an API server restarting, an aggregated-discovery hiccup) changes
+// nothing: the policies are switched off only once every answer for
+// Confirm (two at least) said the CRD is not served. Meanwhile the
+// informers keep what they hold (a relist that fails keeps the cache), so
+// windows still hold, dryRun targets are still not written, and the
+// references policies add are kept. (A CRD really deleted has its
+// ReloadPolicies deleted first, which the informers see as deletions.)
 //
 // Each policy change re-indexes, in the store, the workloads the policy
 // selected before and selects after (their references change) and hands
@@ -57,7 +57,12 @@ type Watcher struct {
 	Namespaces []string
 	// Interval between discovery calls; 0: 2s.
 	Interval time.Duration
-	Log      logr.Logger
+	// Confirm is how long the CRD must be seen not served before the
+	// policies are switched off; 0: DefaultConfirm.
+	Confirm time.Duration
+	Log     logr.Logger
+	// now reads the clock; nil: time.Now.
+	now func() time.Time
 
 	rest      rest.Interface
 	discovery discovery.DiscoveryInterface
@@ -66,6 +71,7 @@ type Watcher struct {
 	infs    []toolscache.SharedIndexInformer
 	stop    context.CancelFunc
 	checked bool // the discovery API answered once
+	absent  absence
 	said    bool // "policies are off" was logged
 	changed func(policy string, workloads []workload.Key)
 }
@@ -153,23 +159,41 @@ func (w *Watcher) On() bool {
 	return w.stop != nil
 }
 
-// check starts or stops the informers as the CRD comes and goes.
+// check starts or stops the informers as the CRD comes and goes (see
+// next).
 func (w *Watcher) check(ctx context.Context) {
 	served, known := w.served()
-	if !known {
-		return
+	now := time.Now()
+	if w.now != nil {
+		now = w.now()
+	}
+	confirm := w.Confirm
+	if confirm == 0 {
+		confirm = DefaultConfirm
 	}
 	on := w.On()
-	switch {
-	case served && !on:
+	since := w.absent.since
+	act, absent := next(answer{served: served, known: known, on: on, now: now}, w.absent, confirm)
+	w.absent = absent
+	switch act {
+	case actStart:
 		w.on(ctx)
 		w.Log.Info("ReloadPolicy CRD served; policies on", "apiVersion", v1alpha1.GroupVersion.String())
-	case !served && on:
+	case actStop:
 		w.off()
-		w.Log.Info("ReloadPolicy CRD gone; policies off, what they held released")
-	case !served && !w.said:
-		w.Log.Info("ReloadPolicy CRD not installed; policies are off until it is", "apiVersion", v1alpha1.GroupVersion.String())
-		w.said = true
+		w.Log.Info("ReloadPolicy CRD gone; policies off, what they held released", "absentFor", now.Sub(since).String())
+	case actWait:
+		if absent.answers == 1 {
+			w.Log.Info("ReloadPolicy CRD not served; policies kept until its absence is confirmed", "confirm", confirm.String())
+		}
+	case actKeep:
+		if !on && !served && known && !w.said {
+			w.Log.Info("ReloadPolicy CRD not installed; policies are off until it is", "apiVersion", v1alpha1.GroupVersion.String())
+			w.said = true
+		}
+	}
+	if !known {
+		return
 	}
 	w.mu.Lock()
 	w.checked = true

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,8 +48,10 @@ func (s *stubStore) Reindex(kind, ns, name string) (bool, error) {
 
 // TestWatcherFollowsTheCRD: without the CRD the watcher says once that
 // policies are off and is synced (the controller may start); when the CRD
-// appears it starts its informers; when it goes, it forgets every policy
-// and releases (re-indexes, hands on) the workloads they selected.
+// appears it starts its informers; one discovery answer without it (a
+// blip) changes nothing: the policy still holds its window and dry run;
+// when it stays gone for Confirm, the watcher forgets every policy and
+// releases (re-indexes, hands on) the workloads they selected.
 func TestWatcherFollowsTheCRD(t *testing.T) {
 	var mu sync.Mutex
 	var logged []string
@@ -64,7 +67,8 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &stubStore{}
-	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, discovery: disc}
+	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, discovery: disc, now: func() time.Time { return clock }}
 	var changed []string
 	w.OnChange(func(p string, keys []workload.Key) {
 		for _, k := range keys {
@@ -94,19 +98,53 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 		t.Fatalf("without the CRD: said %d times, on %v, synced %v", n, w.On(), w.Synced())
 	}
 
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: v1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: Resource, Namespaced: true, Kind: "ReloadPolicy"}}}}
+	served := []*metav1.APIResourceList{{GroupVersion: v1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: Resource, Namespaced: true, Kind: "ReloadPolicy"}}}}
+	disc.Resources = served
 	w.check(ctx)
 	if !w.On() {
 		t.Fatal("the CRD is served: informers not started")
 	}
 	w.set(&v1alpha1.ReloadPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", Generation: 1}, Spec: v1alpha1.ReloadPolicySpec{
 		Sources: []v1alpha1.Source{{Kind: "ConfigMap", Name: "cm"}}, Targets: []v1alpha1.Target{{Kind: "Deployment", Name: "web"}},
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Schedule: "0 2 * * *", Duration: metav1.Duration{Duration: time.Hour}}},
+		DryRun:             true,
 	}})
 	if len(w.Index.In("shop")) != 1 || len(changed) != 1 {
 		t.Fatalf("policy added: index %v, changed %v", w.Index.In("shop"), changed)
 	}
+	holds := func() (hold, dry bool) {
+		web := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+		a, err := w.Index.For(web, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold, _, _ = a.Hold(clock)
+		return hold, a.DryRun
+	}
+	if hold, dry := holds(); !hold || !dry {
+		t.Fatalf("at noon, outside the 02:00 window: hold %v, dry run %v", hold, dry)
+	}
 
+	// A blip: one answer without the CRD, then served again.
 	disc.Resources = nil
+	w.check(ctx)
+	if hold, dry := holds(); !w.On() || !hold || !dry || len(changed) != 1 {
+		t.Fatalf("after one answer without the CRD: on %v, hold %v, dry run %v, changed %v; want all kept", w.On(), hold, dry, changed)
+	}
+	disc.Resources = served
+	clock = clock.Add(DefaultConfirm)
+	w.check(ctx)
+
+	// Gone for good: kept until the absence has lasted DefaultConfirm.
+	disc.Resources = nil
+	w.check(ctx)
+	clock = clock.Add(DefaultConfirm - time.Second)
+	w.check(ctx)
+	if hold, dry := holds(); !w.On() || !hold || !dry {
+		t.Fatalf("absent for %s: on %v, hold %v, dry run %v; want all kept", DefaultConfirm-time.Second, w.On(), hold, dry)
+	}
+	clock = clock.Add(time.Second)
 	w.check(ctx)
 	if w.On() || len(w.Index.In("shop")) != 0 {
 		t.Fatalf("the CRD is gone: on %v, policies %v", w.On(), w.Index.In("shop"))

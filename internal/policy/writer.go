@@ -21,10 +21,16 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// notFoundRetry is how often the status of a policy whose sources or
-// targets do not exist yet is looked at again (from the store: no API
-// call unless it changed).
-const notFoundRetry = 2 * time.Second
+// The status of a policy whose sources or targets do not exist yet is
+// looked at again (from the store: no API call unless it changed) after
+// notFoundRetry, then twice as long each time it still finds them missing,
+// up to maxNotFoundRetry. It starts again from notFoundRetry when the
+// policy changes, or when a workload it applies to is adopted or records
+// a new reference (a target or a source appeared: Decided).
+const (
+	notFoundRetry    = 2 * time.Second
+	maxNotFoundRetry = 5 * time.Minute
+)
 
 // StatusWriter writes the status of policies, through the status
 // subresource, by a merge patch, only when it changes. It runs where the
@@ -43,6 +49,9 @@ type StatusWriter struct {
 
 	mu       sync.Mutex
 	journals map[string]*Journal
+	// retries counts, per policy, the re-checks in a row that found
+	// sources or targets missing.
+	retries map[string]int
 }
 
 // NewStatusWriter returns a StatusWriter of the policies w watches.
@@ -60,7 +69,7 @@ func NewStatusWriter(cfg *rest.Config, w *Watcher, needLeader bool, log logr.Log
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reloadpolicy-status"}),
-		journals: map[string]*Journal{},
+		journals: map[string]*Journal{}, retries: map[string]int{},
 	}, nil
 }
 
@@ -79,8 +88,41 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 }
 
 // Enqueue asks for the status of the policy "namespace/name" to be
-// written again.
-func (s *StatusWriter) Enqueue(policy string) { s.queue.Add(policy) }
+// written again (it changed: a wait for missing sources starts over).
+func (s *StatusWriter) Enqueue(policy string) {
+	s.mu.Lock()
+	delete(s.retries, policy)
+	s.mu.Unlock()
+	s.queue.Add(policy)
+}
+
+// Decided tells the writer that the workload k, to which policies apply,
+// was decided and the decision carried out: restart, a restart is still to
+// be written (or is held); recorded, its record changed (it was adopted,
+// or a reference was added: a target or a source of a policy may have
+// appeared). Without a restart to write, nothing is pending for k; with a
+// record changed, the policies waiting for missing sources or targets look
+// again now.
+func (s *StatusWriter) Decided(policies []*Policy, k workload.Key, restart, recorded bool) {
+	if !restart {
+		s.Released(policies, k)
+	}
+	if !recorded {
+		return
+	}
+	var again []string
+	s.mu.Lock()
+	for _, p := range policies {
+		if _, waiting := s.retries[p.Key()]; waiting {
+			delete(s.retries, p.Key())
+			again = append(again, p.Key())
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range again {
+		s.queue.Add(key)
+	}
+}
 
 // Restarted notes that the workload k was restarted, for the policies
 // that apply to it, because sources ("Kind/name") changed.
@@ -102,15 +144,46 @@ func (s *StatusWriter) Held(policies []*Policy, k workload.Key, now time.Time) {
 	})
 }
 
-// Released notes that no window holds the workload k (anymore).
+// Released notes that no window holds the workload k (anymore), for those
+// of policies that list it as pending (in their status, or about to).
 func (s *StatusWriter) Released(policies []*Policy, k workload.Key) {
-	s.note(policies, func(j *Journal) {
+	s.note(s.listing(policies, k), func(j *Journal) {
 		delete(j.Held, k)
 		j.Released[k] = true
 	})
 }
 
+// listing returns the policies of ps that list k as pending: in the status
+// the informer holds, or in their journal.
+func (s *StatusWriter) listing(ps []*Policy, k workload.Key) []*Policy {
+	var out []*Policy
+	for _, p := range ps {
+		s.mu.Lock()
+		_, held := s.journals[p.Key()].held(k)
+		s.mu.Unlock()
+		if held || s.pending(p, k) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pending tells whether the status of p, as the informer holds it, lists
+// k as pending.
+func (s *StatusWriter) pending(p *Policy, k workload.Key) bool {
+	cur := s.watcher.Policy(p.Namespace, p.Name)
+	if cur == nil {
+		return false
+	}
+	return slices.ContainsFunc(cur.Status.Pending, func(e v1alpha1.PendingRestart) bool {
+		return string(e.Kind) == k.Kind && e.Name == k.Name
+	})
+}
+
 func (s *StatusWriter) note(policies []*Policy, f func(*Journal)) {
+	if len(policies) == 0 {
+		return
+	}
 	s.mu.Lock()
 	for _, p := range policies {
 		j := s.journals[p.Key()]
@@ -142,11 +215,35 @@ func (s *StatusWriter) next(ctx context.Context) bool {
 		s.queue.AddRateLimited(key)
 	case retry:
 		s.queue.Forget(key)
-		s.queue.AddAfter(key, notFoundRetry)
+		s.queue.AddAfter(key, s.retry(key))
 	default:
 		s.queue.Forget(key)
+		s.mu.Lock()
+		delete(s.retries, key)
+		s.mu.Unlock()
 	}
 	return true
+}
+
+// retry returns when to look again at the policy key, whose sources or
+// targets are still missing, and counts the re-check.
+func (s *StatusWriter) retry(key string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.retries[key]
+	s.retries[key] = n + 1
+	return backoff(n)
+}
+
+// backoff returns the wait before re-check n (from 0) of a policy whose
+// sources or targets are missing: notFoundRetry, doubled n times, at most
+// maxNotFoundRetry.
+func backoff(n int) time.Duration {
+	d := notFoundRetry
+	for i := 0; i < n && d < maxNotFoundRetry; i++ {
+		d *= 2
+	}
+	return min(d, maxNotFoundRetry)
 }
 
 // write writes the status of the policy key if it changed; retry is true
@@ -158,6 +255,7 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, err e
 	if cur == nil || p == nil {
 		s.mu.Lock()
 		delete(s.journals, key)
+		delete(s.retries, key)
 		s.mu.Unlock()
 		return false, nil
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// policyResource is the API resource of ReloadPolicies.
+var policyResource = schema.GroupVersionResource{Group: "watcher.dev", Version: "v1alpha1", Resource: "reloadpolicies"}
+
+// createPolicies installs the ReloadPolicy CRD of deploy/crds and creates
+// s.Policies policies in the benchmark's namespace (the many-policies
+// scenario): each with s.PolicyTargets Deployment targets by selector, 26
+// distinct selectors in all, none of which selects a workload of the
+// benchmark, and one source by name that does not exist. They change
+// nothing the benchmark counts; they weigh on every workload event of the
+// namespace, and their status is looked at again until the source
+// appears.
+func createPolicies(ctx context.Context, cfg *rest.Config, s Scenario, log *progress) error {
+	if s.Policies == 0 {
+		return nil
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("deploy", "crds")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("install the ReloadPolicy CRD: %w", err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create dynamic client: %w", err)
+	}
+	client := dc.Resource(policyResource).Namespace(namespace)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, createParallelism)
+	for range createParallelism {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < s.Policies && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if _, err := client.Create(ctx, benchPolicy(i, s.PolicyTargets), metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create reloadpolicy %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	log.printf("created %d ReloadPolicies of %d targets", s.Policies, s.PolicyTargets)
+	return nil
+}
+
+// benchPolicy returns policy i of the many-policies scenario.
+func benchPolicy(i, targets int) *unstructured.Unstructured {
+	var ts []any
+	for j := range targets {
+		ts = append(ts, map[string]any{"kind": "Deployment", "selector": map[string]any{
+			"matchLabels": map[string]any{"bench-policy-tier": "t" + strconv.Itoa(j%26)},
+		}})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "watcher.dev/v1alpha1", "kind": "ReloadPolicy",
+		"metadata": map[string]any{"name": "policy-" + strconv.Itoa(i), "namespace": namespace},
+		"spec": map[string]any{
+			"sources": []any{map[string]any{"kind": "ConfigMap", "name": "bench-policy-source"}},
+			"targets": ts,
+		},
+	}}
+}
