@@ -19,10 +19,17 @@
 //
 // Sending is asynchronous and never delays a restart: Notify puts the
 // alert in a bounded queue and returns; when the queue is full the alert is
-// dropped. One worker sends, retrying a failed send a few times with
-// backoff. Every alert ends counted in watcher_alerts_total{sink,result} as
-// sent, failed or dropped, and failures are logged, without the URL (a
-// Slack or Teams webhook URL is a credential).
+// dropped. No namespace can fill the queue: each may send a few alerts a
+// minute (a token bucket per namespace, Limit), and failed rollouts have a
+// queue and buckets of their own, emptied first, so that held or flapping
+// alerts never crowd one out. One worker sends, retrying a failed send a
+// few times with backoff. Every alert ends counted in
+// watcher_alerts_total{sink,result} as sent, failed, rate-limited or
+// dropped, and failures are logged, without the URL (a Slack or Teams
+// webhook URL is a credential).
+//
+// Names chosen by writers (field managers, object names, keys) are inert
+// in every sink: see style.
 package alert
 
 import (
