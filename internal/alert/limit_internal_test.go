@@ -9,9 +9,15 @@ import (
 // TestLimiter: the rows of limiter's table, as sequences of alerts at
 // times (seconds from a start) and whether each is allowed.
 func TestLimiter(t *testing.T) {
-	held := func(ns string) Alert { return Alert{Event: Held, Workload: &Object{Kind: "Deployment", Namespace: ns, Name: "w"}} }
-	flap := func(ns string) Alert { return Alert{Event: Flapping, Sources: []Source{{Object: Object{Kind: "ConfigMap", Namespace: ns, Name: "c"}}}} }
-	failed := func(ns string) Alert { return Alert{Event: FailedRollout, Workload: &Object{Kind: "Deployment", Namespace: ns, Name: "w"}} }
+	held := func(ns string) Alert {
+		return Alert{Event: Held, Workload: &Object{Kind: "Deployment", Namespace: ns, Name: "w"}}
+	}
+	flap := func(ns string) Alert {
+		return Alert{Event: Flapping, Sources: []Source{{Object: Object{Kind: "ConfigMap", Namespace: ns, Name: "c"}}}}
+	}
+	failed := func(ns string) Alert {
+		return Alert{Event: FailedRollout, Workload: &Object{Kind: "Deployment", Namespace: ns, Name: "w"}}
+	}
 	type step struct {
 		at    float64
 		a     Alert

@@ -107,7 +107,7 @@ func NewSender(cfg Config) (*Sender, error) {
 		transport.Proxy = http.ProxyURL(p)
 	}
 	s := &Sender{
-		cfg:   cfg,
+		cfg:     cfg,
 		queue:   make(chan Alert, cfg.QueueSize),
 		urgent:  make(chan Alert, cfg.QueueSize),
 		limiter: newLimiter(cfg.Limit),
