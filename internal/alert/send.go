@@ -187,7 +187,7 @@ func (s *Sender) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	for {
+	for ctx.Err() == nil {
 		select {
 		case a := <-s.urgent:
 			s.deliver(ctx, a)
@@ -203,6 +203,7 @@ func (s *Sender) Start(ctx context.Context) error {
 			s.deliver(ctx, a)
 		}
 	}
+	return nil
 }
 
 // deliver sends a, trying up to Attempts times with a doubling backoff,
