@@ -163,7 +163,7 @@ func TestTemplateRefuses(t *testing.T) {
 		{"lock.mode=redis2", "value must be one of 'lease', 'redis', 'none'"},
 		{"replica=3", "additional properties 'replica' not allowed"},
 		{"restart.coalesce=soon", "/restart/coalesce"},
-		{"rbac.scope=namespaced,discovery.namespaces={a},alerts.webhookURLSecret=alerts/hook", "alerts.webhookURLSecret must be namespace/name:key"},
+		{"rbac.scope=namespaced,discovery.namespaces={a},alerts.webhookURLSecret=alerts/hook", "/alerts/webhookURLSecret"},
 	} {
 		out, err := helm(t, "template", "tpl", chart, "--set", tc.args)
 		if err == nil || !strings.Contains(out, tc.want) {
