@@ -19,10 +19,17 @@
 //
 // Sending is asynchronous and never delays a restart: Notify puts the
 // alert in a bounded queue and returns; when the queue is full the alert is
-// dropped. One worker sends, retrying a failed send a few times with
-// backoff. Every alert ends counted in watcher_alerts_total{sink,result} as
-// sent, failed or dropped, and failures are logged, without the URL (a
-// Slack or Teams webhook URL is a credential).
+// dropped. No namespace can fill the queue: each may send a few alerts a
+// minute (a token bucket per namespace, Limit), and failed rollouts have a
+// queue and buckets of their own, emptied first, so that held or flapping
+// alerts never crowd one out. One worker sends, retrying a failed send a
+// few times with backoff. Every alert ends counted in
+// watcher_alerts_total{sink,result} as sent, failed, rate-limited or
+// dropped, and failures are logged, without the URL (a Slack or Teams
+// webhook URL is a credential).
+//
+// Names chosen by writers (field managers, object names, keys) are inert
+// in every sink: see style.
 package alert
 
 import (
@@ -90,34 +97,33 @@ type Source struct {
 	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
-// describe says what changed of s: "Secret shop/db (from SealedSecret
-// shop/db) changed (keys: password) by kubectl-edit", with mark around
-// the object's name (the sink's bold).
-func (s Source) describe(mark string) string {
-	b := s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
+// describe says what changed of s, in st: "Secret `shop/db` (from
+// SealedSecret `shop/db`) changed (keys: `password`) by `kubectl-edit`" in
+// the chat sinks.
+func (s Source) describe(st style) string {
+	b := s.Kind + " " + st.name(s.Namespace+"/"+s.Name)
 	if s.SealedSecret != "" {
-		b += " (from SealedSecret " + s.Namespace + "/" + s.SealedSecret + ")"
+		b += " (from SealedSecret " + st.name(s.Namespace+"/"+s.SealedSecret) + ")"
 	}
 	b += " changed"
 	if len(s.Keys) > 0 {
-		b += " (keys: " + strings.Join(s.Keys, ", ") + ")"
+		b += " (keys: " + strings.Join(mapNames(s.Keys, st.name), ", ") + ")"
 	}
 	if len(s.ChangedBy) > 0 {
-		b += " by " + attribution.Join(s.ChangedBy)
+		b += " by " + attribution.Join(mapNames(s.ChangedBy, st.name))
 	}
 	return b
 }
 
-// Title is the alert's headline, with mark around names (the sink's
-// bold, "*" for Slack and Google Chat, "**" for Teams).
-func (a Alert) Title(mark string) string {
+// title is the alert's headline, in st.
+func (a Alert) title(st style) string {
 	w := ""
 	if a.Workload != nil {
-		w = a.Workload.Kind + " " + mark + a.Workload.Namespace + "/" + a.Workload.Name + mark
+		w = a.Workload.Kind + " " + st.name(a.Workload.Namespace+"/"+a.Workload.Name)
 	}
 	reason := ""
 	if a.Reason != "" {
-		reason = " (" + a.Reason + ")"
+		reason = " (" + st.own(a.Reason) + ")"
 	}
 	switch a.Event {
 	case Restart:
@@ -128,32 +134,32 @@ func (a Alert) Title(mark string) string {
 		what := "a source"
 		if len(a.Sources) > 0 {
 			s := a.Sources[0]
-			what = s.Kind + " " + mark + s.Namespace + "/" + s.Name + mark
+			what = s.Kind + " " + st.name(s.Namespace+"/"+s.Name)
 		}
 		return "watcher: " + what + " is flapping; restarts of its users are held"
 	case FailedRollout:
 		return "watcher: the rollout of " + w + " failed" + reason
 	}
-	return fmt.Sprintf("watcher: %s %s", a.Event, w)
+	return fmt.Sprintf("watcher: %s %s", st.own(a.Event), w)
 }
 
-// Lines are the alert's details, one per source, then Detail.
-func (a Alert) Lines(mark string) []string {
+// lines are the alert's details, in st: one per source, then Detail.
+func (a Alert) lines(st style) []string {
 	var out []string
 	for _, s := range a.Sources {
-		out = append(out, s.describe(mark))
+		out = append(out, s.describe(st))
 	}
 	if a.Detail != "" {
-		out = append(out, a.Detail)
+		out = append(out, st.name(a.Detail))
 	}
 	return out
 }
 
-// Text is the whole alert as one text: the title, "because" and the
-// lines.
-func (a Alert) Text(mark string) string {
-	t := a.Title(mark)
-	if l := a.Lines(mark); len(l) > 0 {
+// text is the whole alert as one text, in st: the title, "because" and
+// the lines.
+func (a Alert) text(st style) string {
+	t := a.title(st)
+	if l := a.lines(st); len(l) > 0 {
 		sep := ": "
 		if a.Event == Restart {
 			sep = " because "

@@ -23,7 +23,12 @@ var Sinks = []string{Slack, Teams, GChat, Webhook}
 // Format returns the body sent to sink for a, with info (the
 // ALERT_ADDITIONAL_INFO, such as the cluster's name) added as each
 // service shows it best; its content type is JSON for every sink.
+//
+// Every name a writer chose is rendered inert (see style): in the chat
+// sinks as a code span, in the webhook's JSON reduced to the characters of
+// names.
 func Format(sink string, a Alert, info string) ([]byte, error) {
+	a = a.inert()
 	var body any
 	switch sink {
 	case Slack:
@@ -31,9 +36,10 @@ func Format(sink string, a Alert, info string) ([]byte, error) {
 	case Teams:
 		body = teams(a, info)
 	case GChat:
-		body = map[string]string{"text": prefixed(info, a.Text("*"))}
+		body = map[string]string{"text": prefixed(info, a.text(chatStyle))}
 	case Webhook:
-		body = webhookBody{Alert: a, Message: a.Text(""), AdditionalInfo: info}
+		a.Detail = detailText(a.Detail)
+		body = webhookBody{Alert: a, Message: a.text(plain), AdditionalInfo: info}
 	default:
 		return nil, fmt.Errorf("unknown alert sink %q", sink)
 	}
@@ -65,9 +71,6 @@ type webhookBody struct {
 	AdditionalInfo string `json:"additionalInfo,omitempty"`
 }
 
-// slackEscape escapes what Slack's mrkdwn reads as markup.
-var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
 // slack is a Slack incoming-webhook message: text, shown in notifications,
 // and blocks: the title, a bullet per source, and the additional info as
 // context.
@@ -76,58 +79,61 @@ func slack(a Alert, info string) map[string]any {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	blocks := []map[string]any{{"type": "section", "text": text{"mrkdwn", slackEscape.Replace(a.Title("*"))}}}
-	if lines := a.Lines("*"); len(lines) > 0 {
+	blocks := []map[string]any{{"type": "section", "text": text{"mrkdwn", a.title(slackStyle)}}}
+	if lines := a.lines(slackStyle); len(lines) > 0 {
 		for i, l := range lines {
-			lines[i] = "• " + slackEscape.Replace(l)
+			lines[i] = "• " + l
 		}
 		blocks = append(blocks, map[string]any{"type": "section", "text": text{"mrkdwn", strings.Join(lines, "\n")}})
 	}
 	if info != "" {
 		blocks = append(blocks, map[string]any{"type": "context", "elements": []text{{"mrkdwn", slackEscape.Replace(info)}}})
 	}
-	return map[string]any{"text": slackEscape.Replace(prefixed(info, a.Text("*"))), "blocks": blocks}
+	return map[string]any{"text": prefixed(slackEscape.Replace(info), a.text(slackStyle)), "blocks": blocks}
 }
 
 // teamsColors are the MessageCard theme colours, by event.
 var teamsColors = map[string]string{Restart: "2EB886", Held: "E8912D", Flapping: "E8912D", FailedRollout: "D00000"}
 
 // teams is a Microsoft Teams connector MessageCard: the title, and a fact
-// per workload, source, reason and detail.
+// per workload, source, reason and detail. The summary, shown in
+// notifications as plain text where a code span cannot hold a name, names
+// only kinds.
 func teams(a Alert, info string) map[string]any {
+	st := chatStyle
 	type fact struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	}
 	var facts []fact
 	if a.Workload != nil {
-		facts = append(facts, fact{"Workload", a.Workload.String()})
+		facts = append(facts, fact{"Workload", a.Workload.Kind + " " + st.name(a.Workload.Namespace+"/"+a.Workload.Name)})
 	}
 	for _, s := range a.Sources {
 		var v []string
 		if len(s.Keys) > 0 {
-			v = append(v, "keys: "+strings.Join(s.Keys, ", "))
+			v = append(v, "keys: "+strings.Join(mapNames(s.Keys, st.name), ", "))
 		}
 		if s.SealedSecret != "" {
-			v = append(v, "from SealedSecret "+s.Namespace+"/"+s.SealedSecret)
+			v = append(v, "from SealedSecret "+st.name(s.Namespace+"/"+s.SealedSecret))
 		}
 		if len(s.ChangedBy) > 0 {
-			v = append(v, "changed by "+attribution.Join(s.ChangedBy))
+			v = append(v, "changed by "+attribution.Join(mapNames(s.ChangedBy, st.name)))
 		}
-		facts = append(facts, fact{s.Object.String(), strings.Join(v, "; ")})
+		facts = append(facts, fact{s.Kind + " " + st.name(s.Namespace+"/"+s.Name), strings.Join(v, "; ")})
 	}
 	if a.Reason != "" {
 		facts = append(facts, fact{"Reason", a.Reason})
 	}
 	if a.Detail != "" {
-		facts = append(facts, fact{"Detail", a.Detail})
+		facts = append(facts, fact{"Detail", st.name(a.Detail)})
 	}
 	card := map[string]any{
 		"@type":      "MessageCard",
 		"@context":   "https://schema.org/extensions",
-		"summary":    a.Title(""),
+		"summary":    strings.Join(strings.Fields(a.title(nameless)), " "),
 		"themeColor": teamsColors[a.Event],
-		"title":      a.Title(""),
+		"title":      a.title(st),
 		"sections":   []map[string]any{{"facts": facts}},
 	}
 	if info != "" {

@@ -19,9 +19,14 @@ import (
 
 // The results of watcher_alerts_total.
 const (
-	ResultSent    = "sent"
-	ResultFailed  = "failed"
+	// ResultSent: the webhook took it.
+	ResultSent = "sent"
+	// ResultFailed: every attempt failed, or it was refused.
+	ResultFailed = "failed"
+	// ResultDropped: its queue was full.
 	ResultDropped = "dropped"
+	// ResultLimited: its namespace sent too many alerts (Limit).
+	ResultLimited = "rate-limited"
 )
 
 // Config says where and what a Sender sends.
@@ -38,8 +43,13 @@ type Config struct {
 	AdditionalInfo string
 	// On are the events sent (Restart, Held, Flapping, FailedRollout).
 	On []string
-	// QueueSize bounds the alerts waiting to be sent; 0: 100.
+	// QueueSize bounds the alerts waiting to be sent; 0: 100. Failed
+	// rollouts have a queue of their own of the same size, emptied first.
 	QueueSize int
+	// Limit is the rate limit per namespace.
+	Limit Limit
+	// Now is the clock of the rate limit; nil: time.Now.
+	Now func() time.Time
 	// Attempts is how many times a send is tried; 0: 4. Backoff is the
 	// wait after the first failed attempt, doubled after each; 0: 1s.
 	Attempts int
@@ -55,7 +65,11 @@ type Config struct {
 type Sender struct {
 	cfg    Config
 	queue  chan Alert
+	urgent chan Alert // failed rollouts: never behind held or flapping alerts
 	client *http.Client
+
+	limitMu sync.Mutex
+	limiter *limiter
 
 	mu       sync.Mutex
 	url      string
@@ -80,6 +94,9 @@ func NewSender(cfg Config) (*Sender, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil
 	if cfg.Proxy != "" {
@@ -90,8 +107,10 @@ func NewSender(cfg Config) (*Sender, error) {
 		transport.Proxy = http.ProxyURL(p)
 	}
 	s := &Sender{
-		cfg:   cfg,
-		queue: make(chan Alert, cfg.QueueSize),
+		cfg:     cfg,
+		queue:   make(chan Alert, cfg.QueueSize),
+		urgent:  make(chan Alert, cfg.QueueSize),
+		limiter: newLimiter(cfg.Limit),
 		client: &http.Client{
 			Transport: transport,
 			Timeout:   cfg.Timeout,
@@ -127,14 +146,30 @@ func (s *Sender) currentURL() string {
 	return s.url
 }
 
-// Notify queues a for sending if its event is switched on; when the queue
-// is full, a is dropped and counted.
+// Notify queues a for sending if its event is switched on and its
+// namespace is within its rate limit: a failed rollout in the urgent queue,
+// anything else in the other. What is not queued is counted, as
+// rate-limited or (its queue full) dropped.
 func (s *Sender) Notify(a Alert) {
 	if !slices.Contains(s.cfg.On, a.Event) {
 		return
 	}
+	s.limitMu.Lock()
+	ok, newlyDry := s.limiter.allow(a, s.cfg.Now())
+	s.limitMu.Unlock()
+	if !ok {
+		metrics.Alerts.WithLabelValues(s.cfg.Sink, ResultLimited).Inc()
+		if newlyDry { // once per run of refusals, not per alert
+			s.cfg.Log.Info("Too many alerts about one namespace; alerts rate-limited", "sink", s.cfg.Sink, "event", a.Event, "namespace", namespaceOf(a))
+		}
+		return
+	}
+	q := s.queue
+	if class(a) == 1 {
+		q = s.urgent
+	}
 	select {
-	case s.queue <- a:
+	case q <- a:
 	default:
 		metrics.Alerts.WithLabelValues(s.cfg.Sink, ResultDropped).Inc()
 		s.cfg.Log.Info("Alert queue full; alert dropped", "sink", s.cfg.Sink, "event", a.Event)
@@ -144,21 +179,31 @@ func (s *Sender) Notify(a Alert) {
 // NeedLeaderElection is false: alerts come from whichever replica acts.
 func (s *Sender) NeedLeaderElection() bool { return false }
 
-// Start sends the queued alerts, one at a time, until ctx is done.
+// Start sends the queued alerts, one at a time, failed rollouts first,
+// until ctx is done.
 func (s *Sender) Start(ctx context.Context) error {
 	select {
 	case <-s.urlKnown:
 	case <-ctx.Done():
 		return nil
 	}
-	for {
+	for ctx.Err() == nil {
+		select {
+		case a := <-s.urgent:
+			s.deliver(ctx, a)
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case a := <-s.urgent:
+			s.deliver(ctx, a)
 		case a := <-s.queue:
 			s.deliver(ctx, a)
 		}
 	}
+	return nil
 }
 
 // deliver sends a, trying up to Attempts times with a doubling backoff,

@@ -2,6 +2,7 @@ package alert_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -146,8 +147,8 @@ func TestSenderNeverBlocks(t *testing.T) {
 	dropped, failed := count(alert.Teams, alert.ResultDropped), count(alert.Teams, alert.ResultFailed)
 	s, _ := start(t, alert.Config{Sink: alert.Teams, URL: srv.URL, QueueSize: 2, Attempts: 1, Timeout: 300 * time.Millisecond})
 	began := time.Now()
-	for range 10 {
-		s.Notify(restart)
+	for i := range 10 { // ten namespaces: within their rate limits
+		s.Notify(inNamespace(restart, fmt.Sprintf("ns-%d", i)))
 	}
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("10 Notify calls took %s while the webhook hangs", d)
@@ -204,6 +205,22 @@ func TestSenderURL(t *testing.T) {
 	failed = count(alert.GChat, alert.ResultFailed)
 	s.Notify(restart)
 	eventually(t, "no URL counted as failed", func() bool { return count(alert.GChat, alert.ResultFailed) == failed+1 })
+}
+
+// inNamespace returns a copy of a about namespace ns.
+func inNamespace(a alert.Alert, ns string) alert.Alert {
+	if a.Workload != nil {
+		w := *a.Workload
+		w.Namespace = ns
+		a.Workload = &w
+	}
+	src := make([]alert.Source, len(a.Sources))
+	for i, s := range a.Sources {
+		s.Namespace = ns
+		src[i] = s
+	}
+	a.Sources = src
+	return a
 }
 
 func TestNewSenderChecks(t *testing.T) {

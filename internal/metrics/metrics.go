@@ -87,10 +87,11 @@ var (
 	}, []string{"event"})
 
 	// Alerts counts alerts, by sink and result: sent, failed (every
-	// attempt failed) or dropped (the queue was full).
+	// attempt failed), rate-limited (its namespace sent too many) or
+	// dropped (the queue was full).
 	Alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "watcher_alerts_total",
-		Help: "Alerts, by sink and result (sent, failed, dropped).",
+		Help: "Alerts, by sink and result (sent, failed, rate-limited, dropped).",
 	}, []string{"sink", "result"})
 )
 

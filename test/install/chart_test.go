@@ -51,7 +51,10 @@ func TestTemplate(t *testing.T) {
 		check func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment)
 	}{
 		{"defaults", nil, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
-			g.Expect(kinds(objs)).To(Equal("ClusterRole ClusterRoleBinding Deployment Role RoleBinding Service ServiceAccount"))
+			g.Expect(kinds(objs)).To(Equal("ClusterRole ClusterRoleBinding Deployment Role RoleBinding Service ServiceAccount ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding"))
+			userRoles(g, objs, "tpl-watcher")
+			g.Expect(find(objs, "ValidatingAdmissionPolicy", "tpl-watcher-creates")).To(HaveLen(1))
+			g.Expect(find(objs, "ValidatingAdmissionPolicyBinding", "tpl-watcher-creates")).To(HaveLen(1))
 			g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "lease"))
 			g.Expect(envOf(d)).NotTo(HaveKey("NAMESPACES"))
@@ -59,11 +62,26 @@ func TestTemplate(t *testing.T) {
 			g.Expect(rules(g, objs, "Role")).To(ContainElement("coordination.k8s.io/leases/[tpl-watcher]: get,update"))
 		}},
 		{"namespaced", []string{"-f", ex("namespaced.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
-			g.Expect(find(objs, "ClusterRole", "")).To(BeEmpty())
+			// No cluster-wide right for watcher: the only ClusterRoles are
+			// the users' aggregated ones, bound to nobody here.
+			userRoles(g, objs, "tpl-watcher")
+			g.Expect(find(objs, "ClusterRole", "")).To(HaveLen(2))
 			g.Expect(find(objs, "ClusterRoleBinding", "")).To(BeEmpty())
+			g.Expect(find(objs, "Role", "tpl-watcher-alert-url")).To(BeEmpty(), "no alert URL Secret, no Role for it")
 			g.Expect(namespaces(find(objs, "Role", "tpl-watcher"))).To(Equal("team-a team-b"))
 			g.Expect(namespaces(find(objs, "RoleBinding", "tpl-watcher"))).To(Equal("team-a team-b"))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("NAMESPACES", "team-a,team-b"))
+		}},
+		{"alert URL from a Secret, namespaced, no user roles or admission policies", []string{"-f", ex("namespaced.yaml"), "--set", "alerts.webhookURLSecret=alerts-tpl/hook:url,rbac.userRoles=false,rbac.admissionPolicies=false"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(find(objs, "ClusterRole", "")).To(BeEmpty())
+			g.Expect(find(objs, "ValidatingAdmissionPolicy", "")).To(BeEmpty())
+			// The Secret's namespace is not watched: a Role there reads
+			// that one Secret by name.
+			role := find(objs, "Role", "tpl-watcher-alert-url")
+			g.Expect(namespaces(role)).To(Equal("alerts-tpl"))
+			g.Expect(rules(g, role, "Role")).To(Equal([]string{"secrets/[hook]: get,list,watch"}))
+			g.Expect(namespaces(find(objs, "RoleBinding", "tpl-watcher-alert-url"))).To(Equal("alerts-tpl"))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("ALERT_WEBHOOK_URL_SECRET", "alerts-tpl/hook:url"))
 		}},
 		{"redis, HA", []string{"-f", ex("redis.yaml"), "--set", "redis.existingSecret=watcher-redis"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
 			g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
@@ -95,12 +113,13 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).To(HaveKeyWithValue("CRONJOB_TRIGGER", "true"))
 			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
 			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create"))
+			g.Expect(find(objs, "ValidatingAdmissionPolicy", "tpl-watcher-creates")).To(HaveLen(1))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := namespace(t, "tpl-"+strings.ToLower(strings.FieldsFunc(tc.name, func(r rune) bool { return r == ',' || r == ' ' })[0]), restricted)
-			for _, n := range []string{"team-a", "team-b"} {
+			for _, n := range []string{"team-a", "team-b", "alerts-tpl"} {
 				if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil && !apierrors.IsAlreadyExists(err) {
 					t.Fatal(err)
 				}
@@ -144,6 +163,7 @@ func TestTemplateRefuses(t *testing.T) {
 		{"lock.mode=redis2", "value must be one of 'lease', 'redis', 'none'"},
 		{"replica=3", "additional properties 'replica' not allowed"},
 		{"restart.coalesce=soon", "/restart/coalesce"},
+		{"rbac.scope=namespaced,discovery.namespaces={a},alerts.webhookURLSecret=alerts/hook", "/alerts/webhookURLSecret"},
 	} {
 		out, err := helm(t, "template", "tpl", chart, "--set", tc.args)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -206,6 +226,26 @@ func admitPod(t *testing.T, ns string, spec corev1.PodSpec) {
 	if w := dryRunApply(t, &unstructured.Unstructured{Object: u}); len(w) == 0 {
 		t.Fatalf("no Pod Security warning for a Deployment of a pod the standard refuses")
 	}
+}
+
+// userRoles checks the aggregated ClusterRoles of release (its full name):
+// view gets read rights on ReloadPolicies (and so edit and admin), edit
+// and admin write rights; none on their status.
+func userRoles(g Gomega, objs []*unstructured.Unstructured, fullname string) {
+	view := find(objs, "ClusterRole", fullname+"-reloadpolicies-view")
+	g.Expect(view).To(HaveLen(1))
+	g.Expect(view[0].GetLabels()).To(And(
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"),
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-edit", "true"),
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-admin", "true")))
+	g.Expect(rules(g, view, "ClusterRole")).To(Equal([]string{"watcher.dev/reloadpolicies: get,list,watch"}))
+	edit := find(objs, "ClusterRole", fullname+"-reloadpolicies-edit")
+	g.Expect(edit).To(HaveLen(1))
+	g.Expect(edit[0].GetLabels()).To(And(
+		Not(HaveKey("rbac.authorization.k8s.io/aggregate-to-view")),
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-edit", "true"),
+		HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-admin", "true")))
+	g.Expect(rules(g, edit, "ClusterRole")).To(Equal([]string{"watcher.dev/reloadpolicies: create,update,patch,delete,deletecollection"}))
 }
 
 // kinds lists the kinds of objs, sorted and unique.

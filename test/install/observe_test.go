@@ -60,14 +60,20 @@ func TestRulesAndDashboard(t *testing.T) {
 		g.Expect(names).To(ContainElement(want))
 	}
 	var alerts []string
+	exprs := map[string]string{}
 	groups, _, _ := unstructured.NestedSlice(spec, "groups")
 	for _, gr := range groups {
 		rs, _, _ := unstructured.NestedSlice(gr.(map[string]any), "rules")
 		for _, r := range rs {
-			alerts = append(alerts, r.(map[string]any)["alert"].(string))
+			name := r.(map[string]any)["alert"].(string)
+			alerts = append(alerts, name)
+			exprs[name], _ = r.(map[string]any)["expr"].(string)
 		}
 	}
 	g.Expect(alerts).To(ContainElements("WatcherDown", "WatcherNotReady", "WatcherLockBackendDown", "WatcherErrors", "WatcherRestartsHeld", "WatcherFailedRollouts"))
+	// Holds someone asked for are not trouble: a time window, a pause
+	// period, a wave waiting for slots may hold restarts for hours.
+	g.Expect(exprs["WatcherRestartsHeld"]).To(ContainSubstring(`reason!~"window|pause-period|wave"`), "WatcherRestartsHeld ignores intended holds")
 
 	bad := writeYAML(t, "bad.yaml", map[string]any{"groups": []any{map[string]any{"name": "x", "rules": []any{
 		map[string]any{"alert": "Broken", "expr": "rate(watcher_errors_total[5m]", "labels": map[string]any{"severity": "warning"}, "annotations": map[string]any{"summary": "x"}},

@@ -9,6 +9,11 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/test/fixture"
@@ -57,8 +62,11 @@ func TestRBAC(t *testing.T) {
 		},
 		{
 			name: "namespaced", release: "rn", apps: "apps-a",
-			args: []string{"--set", "rbac.scope=namespaced", "--set", "discovery.namespaces={apps-a,apps-b}", "--set", "restart.cronjobTrigger=true"},
+			args: []string{"--set", "rbac.scope=namespaced", "--set", "discovery.namespaces={apps-a,apps-b}", "--set", "restart.cronjobTrigger=true",
+				"--set", "alerts.webhookURLSecret=alerts-n/hook:url"},
 			can: [][]string{
+				{"get", "secrets/hook", "-n", "alerts-n"}, // the alert URL, by name
+				{"watch", "secrets/hook", "-n", "alerts-n"},
 				{"patch", "deployments", "-n", "apps-a"},
 				{"patch", "cronjobs", "-n", "apps-b"},
 				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger is on
@@ -80,6 +88,9 @@ func TestRBAC(t *testing.T) {
 				{"delete", "configmaps", "-n", "apps-a"},
 				{"create", "pods", "-n", "apps-a"},
 				{"delete", "deployments", "-n", "apps-a"},
+				{"get", "secrets/other", "-n", "alerts-n"},
+				{"list", "secrets", "-n", "alerts-n"},
+				{"update", "secrets/hook", "-n", "alerts-n"},
 			},
 		},
 	} {
@@ -90,6 +101,7 @@ func TestRBAC(t *testing.T) {
 			if tc.name == "namespaced" {
 				namespace(t, "apps-b", nil)
 				namespace(t, "apps-c", nil)
+				namespace(t, "alerts-n", nil)
 			}
 			args := append([]string{"install", tc.release, chart, "-n", ns, "--wait", "--timeout=60s"}, tc.args...)
 			mustHelm(t, args...)
@@ -102,6 +114,23 @@ func TestRBAC(t *testing.T) {
 			}
 			for _, c := range tc.cannot {
 				g.Expect(canI(t, ns, tc.release+"-watcher", c)).To(BeFalse(), "cannot %v", c)
+			}
+
+			// What RBAC cannot narrow, the admission policy does: the
+			// only Secret watcher may create is its hash key, the only
+			// Jobs those of the CronJob trigger. (Checked before watcher
+			// runs, so that the trigger's Job below meets the policy.)
+			refused(t, ns, tc.release+"-watcher", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}},
+				"watcher may create only its hash key Secret")
+			// Under the hash key's name, a token Secret of another
+			// ServiceAccount, which watcher could then read: refused too.
+			tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.release + "-watcher-hash-key",
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: corev1.SecretTypeServiceAccountToken}
+			refused(t, ns, tc.release+"-watcher", tokenSecret, "watcher may create only its hash key Secret")
+			if triggered(tc.args) > 0 {
+				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: tc.apps, Name: "not-from-a-cronjob"},
+					Spec: fixture.CronJob(tc.apps, "x", fixture.EnvFrom("cfg", "")).Spec.JobTemplate.Spec}
+				refused(t, ns, tc.release+"-watcher", job, "watcher may create only Jobs controlled by a CronJob")
 			}
 
 			a := newApp(t, tc.apps)
@@ -124,6 +153,53 @@ func TestRBAC(t *testing.T) {
 				g.Expect(r).To(BeEmpty(), "a workload outside the namespaces is left alone")
 			}
 		})
+	}
+}
+
+// refused creates obj (a dry run) as the ServiceAccount ns/sa and expects
+// the admission policy's refusal saying want (it may take a moment to be
+// in force after the install).
+func refused(t *testing.T, ns, sa string, obj client.Object, want string) {
+	t.Helper()
+	cfg := rest.CopyConfig(kube.RESTConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	NewWithT(t).Eventually(func() error {
+		return c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+	}, wait, 200*time.Millisecond).Should(MatchError(And(ContainSubstring("ValidatingAdmissionPolicy"), ContainSubstring(want))),
+		"%T %s/%s created by %s", obj, obj.GetNamespace(), obj.GetName(), sa)
+}
+
+// TestUserRoles: the chart's aggregated ClusterRoles are picked by the
+// API server's own view, edit and admin roles (their aggregation rules'
+// selectors match their labels): view reads ReloadPolicies, edit and admin
+// also write them.
+func TestUserRoles(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(t, "ur", "ur")
+	picks := func(role string, o *unstructured.Unstructured) bool {
+		var r rbacv1.ClusterRole
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: role}, &r)).To(Succeed())
+		g.Expect(r.AggregationRule).NotTo(BeNil(), "%s aggregates", role)
+		for _, sel := range r.AggregationRule.ClusterRoleSelectors {
+			s, err := metav1.LabelSelectorAsSelector(&sel)
+			g.Expect(err).NotTo(HaveOccurred())
+			if s.Matches(labels.Set(o.GetLabels())) {
+				return true
+			}
+		}
+		return false
+	}
+	view, edit := find(objs, "ClusterRole", "ur-watcher-reloadpolicies-view"), find(objs, "ClusterRole", "ur-watcher-reloadpolicies-edit")
+	g.Expect(view).To(HaveLen(1))
+	g.Expect(edit).To(HaveLen(1))
+	for _, role := range []string{"view", "edit", "admin"} {
+		g.Expect(picks(role, view[0])).To(BeTrue(), "%s reads ReloadPolicies", role)
+		g.Expect(picks(role, edit[0])).To(Equal(role != "view"), "%s writes ReloadPolicies: %v", role, role != "view")
 	}
 }
 

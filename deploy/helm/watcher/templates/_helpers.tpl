@@ -52,6 +52,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-hash-key" (include "watcher.fullname" .)) .Values.lock.hashKeySecret }}
 {{- end }}
 
+{{/* The alert URL's Secret, alerts.webhookURLSecret
+("namespace/name:key"), as YAML: namespace, name. */}}
+{{- define "watcher.alertURLSecret" -}}
+{{- $nsName := index (splitList ":" .Values.alerts.webhookURLSecret) 0 }}
+{{- $parts := splitList "/" $nsName }}
+{{- if or (ne (len $parts) 2) (not (contains ":" .Values.alerts.webhookURLSecret)) (eq (index $parts 0) "") (eq (index $parts 1) "") }}
+{{- fail (printf "alerts.webhookURLSecret must be namespace/name:key, not %q" .Values.alerts.webhookURLSecret) }}
+{{- end }}
+namespace: {{ index $parts 0 }}
+name: {{ index $parts 1 }}
+{{- end }}
+
+{{/* The ServiceAccount's user name, as the API server knows it. */}}
+{{- define "watcher.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "watcher.serviceAccountName" .) }}
+{{- end }}
+
 {{/* The image reference: the digest wins over the tag. */}}
 {{- define "watcher.image" -}}
 {{- if .Values.image.digest }}
