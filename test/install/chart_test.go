@@ -94,7 +94,7 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "none"))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("CRONJOB_TRIGGER", "true"))
 			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
-			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create,get,delete"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
