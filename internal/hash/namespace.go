@@ -75,7 +75,8 @@ func (k NamespaceKey) Encode() string {
 	return k.namespace + ":" + k.id + ":" + base64.RawURLEncoding.EncodeToString(k.key)
 }
 
-// ParseNamespaceKey reads what Encode writes. Its errors never quote s.
+// ParseNamespaceKey reads what Encode writes. Its errors quote no part of
+// s, which may be anything pasted.
 func ParseNamespaceKey(s string) (NamespaceKey, error) {
 	parts := strings.Split(strings.TrimSpace(s), ":")
 	if len(parts) != 3 {
@@ -91,10 +92,10 @@ func ParseNamespaceKey(s string) (NamespaceKey, error) {
 // newNamespaceKey checks the parts of a NamespaceKey read from outside.
 func newNamespaceKey(namespace, id string, key []byte) (NamespaceKey, error) {
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return NamespaceKey{}, fmt.Errorf("not a namespace key: %q is not a namespace name", namespace)
+		return NamespaceKey{}, fmt.Errorf("not a namespace key: its namespace is not a namespace name")
 	}
 	if len(id) != KeyHashLen || strings.Trim(id, "0123456789abcdef") != "" {
-		return NamespaceKey{}, fmt.Errorf("not a namespace key: %q is not a hash key ID", id)
+		return NamespaceKey{}, fmt.Errorf("not a namespace key: its ID is not a hash key ID (%d hex digits)", KeyHashLen)
 	}
 	if len(key) != sha256.Size {
 		return NamespaceKey{}, fmt.Errorf("not a namespace key: its key has %d bytes, not %d", len(key), sha256.Size)
