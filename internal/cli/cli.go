@@ -1,9 +1,10 @@
 // Package cli holds watcher's commands for people, watcher graph, watcher
 // explain and watcher key derive, also run as a kubectl plugin (kubectl
-// watcher ...) when the binary is named kubectl-watcher. They read any cluster through a
-// kubeconfig and kubectl's connection flags (client-go's clientcmd), need no
-// running watcher, and report with package explain: the controller's own
-// resolver (resolve.Standard), rules (plan.NewChain) and decision.
+// watcher ...) when the binary is named kubectl-watcher. They read any
+// cluster through a kubeconfig and kubectl's connection flags (client-go's
+// clientcmd), need no running watcher, and report with package explain: the
+// controller's own resolver (resolve.Standard), rules (plan.NewChain) and
+// decision.
 //
 // They never print a Secret value: ConfigMaps and Secrets are hashed with
 // the key of their namespace (hash.NamespaceKey) as they are read, and only
