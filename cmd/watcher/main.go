@@ -3,8 +3,9 @@
 // its settings.
 //
 // `watcher graph` and `watcher explain` (package cli) report on a cluster
-// instead; named kubectl-watcher, the binary is the kubectl plugin that runs
-// them as `kubectl watcher graph` and `kubectl watcher explain`.
+// instead, and `watcher key derive` gives an operator the key of one
+// namespace for explain; named kubectl-watcher, the binary is the kubectl
+// plugin that runs them as `kubectl watcher graph` and so on.
 package main
 
 import (

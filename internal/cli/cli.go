@@ -1,13 +1,16 @@
-// Package cli holds watcher's commands for people, watcher graph and
-// watcher explain, also run as a kubectl plugin (kubectl watcher ...) when
-// the binary is named kubectl-watcher. They read any cluster through a
-// kubeconfig and kubectl's connection flags (client-go's clientcmd), need no
-// running watcher, and report with package explain: the controller's own
-// resolver (resolve.Standard), rules (plan.NewChain) and decision.
+// Package cli holds watcher's commands for people, watcher graph, watcher
+// explain and watcher key derive, also run as a kubectl plugin (kubectl
+// watcher ...) when the binary is named kubectl-watcher. They read any
+// cluster through a kubeconfig and kubectl's connection flags (client-go's
+// clientcmd), need no running watcher, and report with package explain: the
+// controller's own resolver (resolve.Standard), rules (plan.NewChain) and
+// decision.
 //
 // They never print a Secret value: ConfigMaps and Secrets are hashed with
-// the installation's hash key as they are read, and only key names and the
-// first explain.HashPrefix digits of those keyed hashes are shown.
+// the key of their namespace (hash.NamespaceKey) as they are read, and only
+// key names and the first explain.HashPrefix digits of those keyed hashes
+// are shown. The one exception is asked for by name: watcher key derive
+// prints (or writes to a Secret) the key of one namespace, for explain.
 package cli
 
 import (
@@ -25,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
@@ -34,14 +38,16 @@ import (
 // PluginName is the binary's name as a kubectl plugin.
 const PluginName = "kubectl-watcher"
 
-// The commands.
+// The commands; key is followed by derive.
 const (
-	cmdGraph   = "graph"
-	cmdExplain = "explain"
+	cmdGraph     = "graph"
+	cmdExplain   = "explain"
+	cmdKey       = "key"
+	cmdKeyDerive = "key derive"
 )
 
 // IsCommand tells whether arg names one of the commands.
-func IsCommand(arg string) bool { return arg == cmdGraph || arg == cmdExplain }
+func IsCommand(arg string) bool { return arg == cmdGraph || arg == cmdExplain || arg == cmdKey }
 
 // IsPlugin tells whether the binary was started as a kubectl plugin, from
 // its argv[0].
@@ -57,15 +63,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if IsPlugin(args[0]) {
 		prog = "kubectl watcher"
 	}
-	if len(args) < 2 || !IsCommand(args[1]) {
-		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\nRun '%s explain --help' for the flags.\n", prog, prog, prog)
+	name, rest := "", []string(nil)
+	switch {
+	case len(args) < 2 || !IsCommand(args[1]):
+	case args[1] != cmdKey:
+		name, rest = args[1], args[2:]
+	case len(args) > 2 && args[2] == "derive":
+		name, rest = cmdKeyDerive, args[3:]
+	}
+	if name == "" {
+		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %s key derive -n NAMESPACE [--write] [flags]\n\nRun '%s explain --help' for the flags.\n", prog, prog, prog, prog)
 		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
 			return 0
 		}
 		return 2
 	}
-	c := newCommand(prog, args[1], stderr)
-	err := c.flags.Parse(args[2:])
+	c := newCommand(prog, name, stderr)
+	err := c.flags.Parse(rest)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
@@ -95,7 +109,15 @@ type command struct {
 	output           string
 	allNamespaces    bool
 	watcherNamespace string
+	// explainKey is --explain-key, explainKeySecret --explain-key-secret;
+	// write is key derive's --write.
+	explainKey, explainKeySecret string
+	write                        bool
 }
+
+// explainKeyEnv holds the key explain uses when --explain-key is not given:
+// better than the flag, which other users of the machine can see.
+const explainKeyEnv = "WATCHER_EXPLAIN_KEY"
 
 // installationFlags are the controller's flags that change what the
 // commands report: the same names, meanings and defaults.
@@ -111,11 +133,21 @@ func newCommand(prog, name string, stderr io.Writer) *command {
 	fs.StringVar(&c.rules.ExplicitPath, "kubeconfig", "", "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
 	clientcmd.BindOverrideFlags(&c.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	formats := "text or json"
-	if name == cmdGraph {
+	switch name {
+	case cmdGraph:
 		formats = "text, json or dot"
 		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	case cmdExplain:
+		fs.StringVar(&c.explainKey, "explain-key", "", "the key of the namespace explained, as watcher key derive prints it (better: $"+explainKeyEnv+")")
+	case cmdKeyDerive:
+		fs.BoolVar(&c.write, "write", false, "write the key into the Secret --explain-key-secret of the namespace instead of printing it")
 	}
-	fs.StringVarP(&c.output, "output", "o", "text", "output format: "+formats)
+	if name != cmdKeyDerive {
+		fs.StringVarP(&c.output, "output", "o", "text", "output format: "+formats)
+	}
+	if name != cmdGraph {
+		fs.StringVar(&c.explainKeySecret, "explain-key-secret", "watcher-explain-key", "Secret of the namespace explained holding its key (watcher key derive --write)")
+	}
 	fs.StringVar(&c.watcherNamespace, "watcher-namespace", "watcher", "namespace of the watcher installation, holding its hash key Secret")
 	all := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
 	c.opts.BindFlags(all)
@@ -135,18 +167,46 @@ func (c *command) usage(w io.Writer) {
 		fmt.Fprintf(w, "Usage: %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n\n"+
 			"Which workloads use which ConfigMaps and Secrets, through which keys and paths,\n"+
 			"as watcher sees them. Reads metadata only: no Secret is read.\n\n", c.prog)
+	case cmdKeyDerive:
+		fmt.Fprintf(w, "Usage: %s key derive -n NAMESPACE [--write] [flags]\n\n"+
+			"Prints the key of one namespace, derived from the installation's hash key (which\n"+
+			"this needs to read): with it, watcher explain compares the hashes of that\n"+
+			"namespace, and of no other. --write puts it in the Secret --explain-key-secret\n"+
+			"of the namespace instead, where explain finds it.\n\n", c.prog)
 	default:
 		fmt.Fprintf(w, "Usage: %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\n"+
 			"What watcher does with a workload (Deployment, StatefulSet, DaemonSet, CronJob,\n"+
 			"Rollout) or a ConfigMap or Secret: what it uses or who uses it, which rule drops\n"+
 			"or ignores what, whether a restart is pending and why, the last restarts.\n"+
-			"Prints key names and the first %d digits of keyed hashes, never a value.\n\n", c.prog, explain.HashPrefix)
+			"Prints key names and the first %d digits of keyed hashes, never a value.\n"+
+			"The key of the namespace comes from --explain-key or $%s, else the\n"+
+			"Secret --explain-key-secret of the namespace, else the installation's hash key\n"+
+			"Secret; without any, hashes are not compared.\n\n", c.prog, explain.HashPrefix, explainKeyEnv)
 	}
 	fmt.Fprintf(w, "Set the installation's flags as it runs with, so that the report matches.\n\nFlags:\n%s", c.flags.FlagUsages())
 }
 
 func (c *command) validate() error {
 	formats := []string{"text", "json"}
+	switch {
+	case c.name == cmdKeyDerive:
+		if c.flags.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", c.flags.Arg(0))
+		}
+		if c.overrides.Context.Namespace == "" {
+			return errors.New("want -n NAMESPACE, the namespace whose key to derive")
+		}
+		return c.opts.Validate()
+	case c.name == cmdExplain:
+		if c.explainKey == "" {
+			c.explainKey = os.Getenv(explainKeyEnv)
+		}
+		if c.explainKey != "" {
+			if _, err := hash.ParseNamespaceKey(c.explainKey); err != nil {
+				return fmt.Errorf("the explain key given (--explain-key or $%s): %w", explainKeyEnv, err)
+			}
+		}
+	}
 	if c.name == cmdGraph {
 		formats = append(formats, "dot")
 		if c.flags.NArg() > 0 {
@@ -198,6 +258,9 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.name == cmdKeyDerive {
+		return c.derive(ctx, r, out)
+	}
 	ns := r.namespace
 	if c.name == cmdGraph && c.allNamespaces {
 		ns = metav1.NamespaceAll
@@ -224,7 +287,11 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		}
 		return g.WriteText(out)
 	}
-	r.hashKey(ctx, &s, c.watcherNamespace, c.opts.HashKeySecret)
+	err = r.hashKey(ctx, &s, keySources{given: c.explainKey, secret: c.explainKeySecret,
+		watcherNamespace: c.watcherNamespace, hashKeySecret: c.opts.HashKeySecret})
+	if err != nil {
+		return err
+	}
 	report, err := r.explain(ctx, s, c.flags.Arg(0))
 	if err != nil {
 		return err

@@ -56,6 +56,13 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"watcher", "graph", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"watcher", "graph", "--discovery", "some"}, 2, "--discovery"},
 		{[]string{"watcher", "graph", "--workload-selector", "a b"}, 2, "workload-selector"},
+		{[]string{"watcher", "key"}, 2, "watcher key derive -n NAMESPACE"},
+		{[]string{"watcher", "key", "rotate"}, 2, "watcher key derive -n NAMESPACE"},
+		{[]string{"watcher", "key", "derive"}, 2, "want -n NAMESPACE"},
+		{[]string{"watcher", "key", "derive", "-n", "shop", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"watcher", "key", "derive", "--help"}, 0, "of no other"},
+		{[]string{"watcher", "explain", "--help"}, 0, "WATCHER_EXPLAIN_KEY"},
+		{[]string{"watcher", "explain", "deploy/web", "--explain-key", "shop:0123:c2VjcmV0LXZhbHVl"}, 2, "not a hash key ID"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -63,5 +70,17 @@ func TestMainUsage(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut.String(), tt.out) {
 			t.Errorf("Main(%q) = %d, %q; want %d and %q", tt.args, code, errOut.String(), tt.code, tt.out)
 		}
+	}
+}
+
+// TestExplainKeyFromEnv: a key in $WATCHER_EXPLAIN_KEY is read like
+// --explain-key, and a bad one is refused without being quoted.
+func TestExplainKeyFromEnv(t *testing.T) {
+	const secretish = "c2VjcmV0LXZhbHVlLW5vdC1hLWtleQ"
+	t.Setenv(explainKeyEnv, "shop:0123456789abcdef:"+secretish)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"watcher", "explain", "deploy/web"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "its key has 22 bytes, not 32") || strings.Contains(errOut.String(), secretish) {
+		t.Errorf("Main = %d, %q; want 2, the key's length, not the key", code, errOut.String())
 	}
 }

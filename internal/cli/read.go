@@ -33,7 +33,8 @@ import (
 type reader struct {
 	c         client.Client
 	namespace string
-	hasher    *hash.Hasher
+	// key hashes the ConfigMaps and Secrets of namespace; nil: unknown.
+	key *hash.NamespaceKey
 }
 
 // reader connects to the cluster of the kubeconfig and flags.
@@ -59,24 +60,75 @@ func (c *command) reader() (*reader, error) {
 	return &reader{c: cl, namespace: ns}, nil
 }
 
-// hashKey reads the installation's hash key into s, or says in s why it
-// cannot: then no hash is compared, and nothing fails.
-func (r *reader) hashKey(ctx context.Context, s *explain.Settings, namespace, name string) {
+// keySources say where explain looks for the key of the namespace
+// explained, in this order.
+type keySources struct {
+	// given is the key given by --explain-key or $WATCHER_EXPLAIN_KEY
+	// (hash.NamespaceKey.Encode); "": none.
+	given string
+	// secret names the Secret of the namespace explained that holds its
+	// key (watcher key derive --write).
+	secret string
+	// watcherNamespace and hashKeySecret name the installation's key
+	// Secret, from which the key of any namespace derives.
+	watcherNamespace, hashKeySecret string
+}
+
+// hashKey finds the key of the namespace explained into s, or says in s why
+// it cannot: then no hash is compared, and nothing fails. A key given
+// explicitly must be valid and of that namespace, or the command fails.
+func (r *reader) hashKey(ctx context.Context, s *explain.Settings, src keySources) error {
+	if src.given != "" {
+		k, err := hash.ParseNamespaceKey(src.given)
+		if err != nil {
+			return fmt.Errorf("the explain key given (--explain-key or $%s): %w", explainKeyEnv, err)
+		}
+		if k.Namespace() != r.namespace {
+			return fmt.Errorf("the explain key given (--explain-key or $%s) is the key of namespace %s, not of %s", explainKeyEnv, k.Namespace(), r.namespace)
+		}
+		r.use(s, k)
+		return nil
+	}
 	var sec corev1.Secret
-	err := r.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sec)
+	err := r.c.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: src.secret}, &sec)
+	var k hash.NamespaceKey
+	if err == nil {
+		if k, err = hash.NamespaceKeyOf(&sec); err == nil {
+			r.use(s, k)
+			return nil
+		}
+	}
+	var problems []string
+	switch {
+	case apierrors.IsNotFound(err):
+		problems = append(problems, fmt.Sprintf("no key Secret %s/%s (watcher key derive --write makes it)", r.namespace, src.secret))
+	default:
+		problems = append(problems, fmt.Sprintf("cannot read the key Secret %s/%s: %v", r.namespace, src.secret, err))
+	}
+	namespace, name := src.watcherNamespace, src.hashKeySecret
+	sec = corev1.Secret{}
+	err = r.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sec)
 	var key []byte
 	if err == nil {
 		key, err = hash.KeyOf(&sec)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		s.HashKeyProblem = fmt.Sprintf("no hash key Secret %s/%s (watcher never ran here, or runs in another namespace: --watcher-namespace)", namespace, name)
+		problems = append(problems, fmt.Sprintf("no hash key Secret %s/%s (watcher never ran here, or runs in another namespace: --watcher-namespace)", namespace, name))
 	case err != nil:
-		s.HashKeyProblem = fmt.Sprintf("cannot read the hash key Secret %s/%s: %v", namespace, name, err)
+		problems = append(problems, fmt.Sprintf("cannot read the hash key Secret %s/%s: %v", namespace, name, err))
 	default:
-		r.hasher = hash.NewHasher(key)
-		s.HashKeyID = r.hasher.ID()
+		r.use(s, hash.NewHasher(key).NamespaceKey(r.namespace))
+		return nil
 	}
+	s.HashKeyProblem = strings.Join(problems, "; ")
+	return nil
+}
+
+// use hashes with k from now on.
+func (r *reader) use(s *explain.Settings, k hash.NamespaceKey) {
+	r.key = &k
+	s.HashKeyID = k.ID()
 }
 
 // report is a report the commands print.
@@ -125,8 +177,8 @@ func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (r
 }
 
 // config reads one ConfigMap or Secret: whole when content is true (its
-// keys hashed with the installation's key, if known, and dropped), else its
-// metadata.
+// keys hashed with the key of its namespace, if known, and dropped), else
+// its metadata.
 func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name string, content bool) explain.Config {
 	cfg := explain.Config{Kind: kind, Namespace: namespace, Name: name}
 	var obj client.Object = &metav1.PartialObjectMetadata{}
@@ -153,12 +205,13 @@ func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name str
 }
 
 // digest returns the keys of a ConfigMap or Secret with their keyed hashes,
-// or with empty hashes when the hash key is unknown. The content is not
-// kept.
+// or with empty hashes when the key of its namespace is unknown. The
+// content is not kept.
 func (r *reader) digest(obj client.Object) map[string]string {
-	if r.hasher != nil {
-		d, _ := r.hasher.OfObject(obj) // a ConfigMap or Secret: never fails
-		return d.Keys
+	if r.key != nil {
+		if d, err := r.key.OfObject(obj); err == nil { // fails for another namespace only
+			return d.Keys
+		}
 	}
 	keys := map[string]string{}
 	switch o := obj.(type) {

@@ -17,6 +17,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -273,5 +274,5 @@ func newConfig(kind refs.Kind) client.Object {
 func (r *Reconciler) invalidAnnotation(ctx context.Context, obj client.Object, err error) {
 	ctrl.LoggerFrom(ctx).Error(err, "Invalid annotation", "object", obj.GetNamespace()+"/"+obj.GetName())
 	metrics.Errors.WithLabelValues("annotation").Inc()
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Validate", "%s", truncate(err.Error()))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidAnnotation", "Validate", "%s", note.Truncate(err.Error()))
 }

@@ -24,6 +24,7 @@ import (
 // Event reasons of the CronJob trigger.
 const (
 	ReasonJobCreated    = "JobCreated"
+	ReasonJobDeferred   = "JobDeferred"
 	ReasonTriggerFailed = "TriggerFailed"
 )
 
@@ -32,19 +33,74 @@ const (
 // does.
 const InstantiateAnnotation = "cronjob.kubernetes.io/instantiate"
 
+// triggerAction is what the trigger does with a restarted CronJob.
+type triggerAction int
+
+const (
+	// triggerNone: no Job, no Event.
+	triggerNone triggerAction = iota
+	// triggerCreate: create the Job of the restart.
+	triggerCreate
+	// triggerDefer: no Job; a Normal Event says the next scheduled run uses
+	// the new template.
+	triggerDefer
+	// triggerReplace: delete the running Jobs, then create the Job of the
+	// restart.
+	triggerReplace
+)
+
+// triggerInput is what decideTrigger needs of a CronJob read from the API
+// server after its restart.
+type triggerInput struct {
+	// Suspended is the CronJob's spec.suspend.
+	Suspended bool
+	// Moved is true when the CronJob's generation is no longer the one the
+	// restart wrote: a later change of its spec.
+	Moved bool
+	// Policy is the CronJob's spec.concurrencyPolicy ("" is Allow).
+	Policy batchv1.ConcurrencyPolicy
+	// Running names the Jobs it runs: those of its status.active (read
+	// with the CronJob from the API server), but the Job of this restart;
+	// for Replace, only those a read of each Job confirms (runningJobs).
+	Running []string
+}
+
+// decideTrigger decides what the trigger does, as the CronJob controller
+// starts a run that is due now (its concurrencyPolicy):
+//
+//	CronJob                                       action
+//	suspended                                     none: it is not to run
+//	spec changed since the restart                none: the later restart
+//	                                              runs it
+//	no Job running                                create
+//	concurrencyPolicy Allow (or unset)            create, beside the running
+//	                                              Jobs
+//	concurrencyPolicy Forbid, a Job running       defer: no Job; the next
+//	                                              scheduled run uses the new
+//	                                              template
+//	concurrencyPolicy Replace, a Job running      replace: delete the running
+//	                                              Jobs, then create
+func decideTrigger(in triggerInput) triggerAction {
+	switch {
+	case in.Suspended, in.Moved:
+		return triggerNone
+	case len(in.Running) == 0:
+		return triggerCreate
+	case in.Policy == batchv1.ForbidConcurrent:
+		return triggerDefer
+	case in.Policy == batchv1.ReplaceConcurrent:
+		return triggerReplace
+	default:
+		return triggerCreate
+	}
+}
+
 // trigger runs a CronJob just restarted for restartID at once, when
 // Config.CronJobTrigger is on: it creates a Job from the CronJob's new
-// template. obj is the CronJob as the restart patch returned it. Running
-// Jobs are left alone, like the restart itself leaves them.
-//
-//	CronJob                                            what trigger does
-//	not a CronJob, or the trigger is off               nothing
-//	suspended                                          nothing: it is not to run
-//	spec changed since the restart (generation moved)  nothing: the later
-//	                                                   restart runs it
-//	the Job of restartID exists (JobName)              nothing: success
-//	else                                               creates the Job, Normal
-//	                                                   Event JobCreated
+// template, as its concurrencyPolicy allows (decideTrigger). obj is the
+// CronJob as the restart patch returned it. The CronJob is read again from
+// the API server, so that its status.active (the Jobs the CronJob controller
+// started and still runs) is current.
 //
 // The Job's name comes from the CronJob's and restartID, so one restart never
 // creates two Jobs, however often it is decided. trigger never fails the
@@ -56,8 +112,8 @@ func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.O
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
-	// The store keeps no template, and the patch answer of a stored workload
-	// is its metadata: read the CronJob the restart wrote.
+	// The store keeps no template and no status, and the patch answer of a
+	// stored workload is its metadata: read the CronJob the restart wrote.
 	cj := &batchv1.CronJob{}
 	if err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, cj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -66,28 +122,124 @@ func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.O
 		r.triggerFailed(ctx, obj, fmt.Errorf("get cronjob %s/%s: %w", key.Namespace, key.Name, err))
 		return
 	}
-	if ptr.Deref(cj.Spec.Suspend, false) {
-		log.Info("CronJob suspended; not creating a Job")
-		return
-	}
-	// The spec is the one the restart wrote while its generation is: this
-	// holds whatever the restart changed in the template.
-	if cj.Generation != obj.GetGeneration() {
-		log.V(1).Info("CronJob spec changed since the restart; not creating a Job", "generation", cj.Generation)
-		return
-	}
 	job := jobFrom(cj, restartID)
-	err := r.Client.Create(ctx, job)
+	in, running, err := r.triggerInputOf(ctx, cj, obj.GetGeneration(), job.Name)
+	if err != nil {
+		r.triggerFailed(ctx, obj, err)
+		return
+	}
+	switch decideTrigger(in) {
+	case triggerNone:
+		log.V(1).Info("Not creating a Job from the restarted CronJob", "suspended", in.Suspended, "generation", cj.Generation)
+		return
+	case triggerDefer:
+		log.Info("CronJob forbids concurrent runs and a Job is running; not creating a Job", "running", jobNames(in.Running))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonJobDeferred, "Trigger",
+			"%s", note.Truncate("No Job created now: concurrencyPolicy Forbid and Job "+jobNames(in.Running)+" running; the next scheduled run uses the new template"))
+		return
+	case triggerReplace:
+		if err := r.deleteRunning(ctx, running); err != nil {
+			r.triggerFailed(ctx, obj, err)
+			return
+		}
+	}
+	err = r.Client.Create(ctx, job)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		log.V(1).Info("The Job of this restart exists already", "job", key.Namespace+"/"+job.Name)
 	case err != nil:
 		r.triggerFailed(ctx, obj, fmt.Errorf("create job %s/%s: %w", key.Namespace, job.Name, err))
 	default:
-		log.Info("Created a Job from the restarted CronJob", "job", key.Namespace+"/"+job.Name, "restartedFor", restartID)
-		r.Recorder.Eventf(obj, job, corev1.EventTypeNormal, ReasonJobCreated, "Trigger", "Created Job %s from the new template", job.Name)
+		msg := "Created Job " + job.Name + " from the new template"
+		switch {
+		case len(in.Running) == 0:
+		case in.Policy == batchv1.ReplaceConcurrent:
+			msg += ", replacing Job " + jobNames(in.Running) + " (concurrencyPolicy Replace)"
+		default:
+			msg += ", beside running Job " + jobNames(in.Running) + " (concurrencyPolicy Allow)"
+		}
+		log.Info("Created a Job from the restarted CronJob", "job", key.Namespace+"/"+job.Name, "restartedFor", restartID, "running", len(in.Running))
+		r.Recorder.Eventf(obj, job, corev1.EventTypeNormal, ReasonJobCreated, "Trigger", "%s", note.Truncate(msg))
 	}
 }
+
+// triggerInputOf gathers decideTrigger's input from cj, read from the API
+// server after the restart that wrote generation and names its Job own.
+// For Replace, it also returns the running Jobs to delete.
+func (r *Reconciler) triggerInputOf(ctx context.Context, cj *batchv1.CronJob, generation int64, own string) (triggerInput, []*batchv1.Job, error) {
+	in := triggerInput{Suspended: ptr.Deref(cj.Spec.Suspend, false), Moved: cj.Generation != generation, Policy: cj.Spec.ConcurrencyPolicy}
+	for _, a := range cj.Status.Active {
+		if a.Name != own {
+			in.Running = append(in.Running, a.Name)
+		}
+	}
+	if decideTrigger(in) != triggerReplace {
+		return in, nil, nil
+	}
+	// Replace deletes what runs: only Jobs read from the API server, still
+	// running and controlled by this CronJob.
+	running, err := r.runningJobs(ctx, cj, in.Running)
+	if err != nil {
+		return in, nil, err
+	}
+	in.Running = nil
+	for _, j := range running {
+		in.Running = append(in.Running, j.Name)
+	}
+	return in, running, nil
+}
+
+// runningJobs returns the Jobs of names (cj's status.active) that still
+// run, each read from the API server: the CronJob controller may not have
+// removed a finished or deleted Job yet, and a Job not controlled by cj is
+// not its run. A Job that cannot be read is an error: nothing is deleted
+// without knowing.
+func (r *Reconciler) runningJobs(ctx context.Context, cj *batchv1.CronJob, names []string) ([]*batchv1.Job, error) {
+	var out []*batchv1.Job
+	for _, name := range names {
+		// status.active names Jobs of the CronJob's namespace; whatever
+		// else it might say, no other namespace is read.
+		job := &batchv1.Job{}
+		err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: cj.Namespace, Name: name}, job)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("get job %s/%s of cronjob %s: %w", cj.Namespace, name, cj.Name, err)
+		}
+		if metav1.IsControlledBy(job, cj) && !jobFinished(job) {
+			out = append(out, job)
+		}
+	}
+	return out, nil
+}
+
+// jobFinished tells whether a Job has completed or failed.
+func jobFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteRunning deletes the running Jobs of a Replace CronJob, as the
+// CronJob controller does (in the background: the garbage collector deletes
+// their pods), each only while it is the Job that was read.
+func (r *Reconciler) deleteRunning(ctx context.Context, jobs []*batchv1.Job) error {
+	for _, job := range jobs {
+		err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete job %s/%s (concurrencyPolicy Replace): %w", job.Namespace, job.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted a running Job of the CronJob (concurrencyPolicy Replace)", "job", job.Namespace+"/"+job.Name)
+	}
+	return nil
+}
+
+// jobNames lists names, comma-separated.
+func jobNames(names []string) string { return strings.Join(names, ", ") }
 
 func (r *Reconciler) triggerFailed(ctx context.Context, obj client.Object, err error) {
 	metrics.Errors.WithLabelValues("trigger").Inc()

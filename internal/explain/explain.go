@@ -7,9 +7,9 @@
 // the controller would do.
 //
 // Nothing it returns holds a Secret value: ConfigMaps and Secrets reach it
-// as key names and keyed hashes (hash.Hasher, with the installation's key),
-// and of the hashes only the first HashPrefix hex digits are reported, to
-// show which keys changed.
+// as key names and keyed hashes (hash.NamespaceKey: keyed with the key of
+// their namespace, derived from the installation's), and of the hashes only
+// the first HashPrefix hex digits are reported, to show which keys changed.
 //
 //	what is explained   what the report says
 //	a workload          whether watcher handles it (namespaces, workload
@@ -61,9 +61,10 @@ type Settings struct {
 	// WorkloadSelector and ConfigSelector select the workloads and the
 	// ConfigMaps/Secrets watched; nil: all.
 	WorkloadSelector, ConfigSelector labels.Selector
-	// HashKeyID is the ID of the installation's hash key (hash.Hasher.ID);
-	// empty when it could not be read, and then no hash is compared and
-	// HashKeyProblem says why.
+	// HashKeyID is the ID of the installation's hash key (hash.Hasher.ID)
+	// that the key of the namespace explained derives from
+	// (hash.NamespaceKey.ID); empty when that key is unknown, and then no
+	// hash is compared and HashKeyProblem says why.
 	HashKeyID      string
 	HashKeyProblem string
 	// Configs lists the ConfigMaps and Secrets of a namespace (metadata),

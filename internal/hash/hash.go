@@ -22,6 +22,13 @@
 // the hashes recorded on workloads they can read elsewhere; and equal hashes
 // would show which namespaces share a password. With it, the same value under
 // two objects or two keys gives unrelated hashes.
+//
+// The key of the HMAC is not the installation's key itself but one derived
+// from it per namespace (NamespaceKey: HMAC-SHA256 of the installation key
+// and "watcher/namespace/" + namespace). Whoever holds the key of namespace A,
+// to explain its workloads (watcher explain), can compute A's hashes and
+// nothing else: the key of A says nothing of the key of B, so it tests no
+// guess against the hashes recorded in B.
 package hash
 
 import (
@@ -45,7 +52,8 @@ type Digest struct {
 	Keys map[string]string
 }
 
-// Hasher computes digests keyed with a secret key.
+// Hasher computes digests keyed with the installation's key, through the
+// key of each object's namespace.
 type Hasher struct {
 	key []byte
 	id  string
@@ -53,18 +61,24 @@ type Hasher struct {
 
 // scheme names how hashes are computed. It takes part in the key ID, so that
 // records made by an older scheme are never compared with this one's hashes:
-// they are adopted again, never restarted. Version 2 binds every hash to its
-// object and key.
-const scheme = "watcher hash key id v2\x00"
+// they are adopted again, never restarted. Version 2 bound every hash to its
+// object and key; version 3 keys it with the key of its namespace.
+const scheme = "watcher hash key id v3\x00"
 
-// NewHasher returns a Hasher keyed with key.
+// NewHasher returns a Hasher keyed with key, the installation's key.
 func NewHasher(key []byte) *Hasher {
-	id := sha256.Sum256(append([]byte(scheme), key...))
-	return &Hasher{key: slices.Clone(key), id: hex.EncodeToString(id[:])[:KeyHashLen]}
+	return &Hasher{key: slices.Clone(key), id: keyID(key)}
 }
 
-// ID names the key without revealing it. Records made with another key
-// cannot be compared with this Hasher's digests.
+// keyID names an installation key under this scheme.
+func keyID(key []byte) string {
+	id := sha256.Sum256(append([]byte(scheme), key...))
+	return hex.EncodeToString(id[:])[:KeyHashLen]
+}
+
+// ID names the installation's key (and this scheme) without revealing it.
+// Records made with another key cannot be compared with this Hasher's
+// digests.
 func (h *Hasher) ID() string { return h.id }
 
 // Source is where a content lives: its kind (ConfigMap or Secret),
@@ -73,16 +87,22 @@ type Source struct {
 	Kind, Namespace, Name string
 }
 
-// Of returns the digest of the content of src, which may be nil.
+// Of returns the digest of the content of src, which may be nil, keyed
+// with the key of src's namespace.
 func (h *Hasher) Of(src Source, data map[string][]byte) Digest {
+	return digest(deriveKey(h.key, src.Namespace), src, data)
+}
+
+// digest returns the digest of the content of src keyed with key.
+func digest(key []byte, src Source, data map[string][]byte) Digest {
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 
-	whole := hmac.New(sha256.New, h.key)
-	one := hmac.New(sha256.New, h.key)
+	whole := hmac.New(sha256.New, key)
+	one := hmac.New(sha256.New, key)
 	d := Digest{Keys: make(map[string]string, len(keys))}
 	writeSource(whole, src)
 	for _, k := range keys {

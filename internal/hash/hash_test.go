@@ -37,11 +37,19 @@ var (
 // src is the object every test hashes, unless it says otherwise.
 var src = hash.Source{Kind: "Secret", Namespace: "shop", Name: "db"}
 
+// nsKey is the key of src's namespace, computed independently: the HMAC of
+// "watcher/namespace/" and the namespace, keyed with the installation's key.
+func nsKey() []byte {
+	m := hmac.New(sha256.New, testKey)
+	m.Write([]byte("watcher/namespace/" + src.Namespace))
+	return m.Sum(nil)
+}
+
 // keyHash is the per-key hash Of must produce for key k of src, computed
 // independently: the HMAC of the length-prefixed kind, namespace, name, key
-// and value.
+// and value, keyed with the key of src's namespace.
 func keyHash(k, v string) string {
-	m := hmac.New(sha256.New, testKey)
+	m := hmac.New(sha256.New, nsKey())
 	m.Write(prefixed(src.Kind, src.Namespace, src.Name, k, v))
 	return hex.EncodeToString(m.Sum(nil))[:hash.KeyHashLen]
 }
@@ -49,7 +57,7 @@ func keyHash(k, v string) string {
 // wantSum is the Sum Of must produce for src and the given key, value, key,
 // value... sequence (already sorted by key).
 func wantSum(fields ...string) string {
-	m := hmac.New(sha256.New, testKey)
+	m := hmac.New(sha256.New, nsKey())
 	m.Write(prefixed(append([]string{src.Kind, src.Namespace, src.Name}, fields...)...))
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -250,13 +258,16 @@ func TestHashesAreBoundToTheirPlace(t *testing.T) {
 	}
 }
 
-// TestIDNamesTheScheme: the ID of a key differs from the one the first
-// scheme (unbound hashes) gave for the same key, so records made by that
-// scheme are adopted again rather than compared.
+// TestIDNamesTheScheme: the ID of a key differs from the ones the earlier
+// schemes gave for the same key (v1: unbound hashes; v2: hashes bound to
+// their object, keyed with the installation's key itself), so records made
+// by them are adopted again rather than compared.
 func TestIDNamesTheScheme(t *testing.T) {
-	v1 := sha256.Sum256(append([]byte("watcher hash key id\x00"), testKey...))
-	if hasher.ID() == hex.EncodeToString(v1[:])[:hash.KeyHashLen] {
-		t.Error("the key ID is the one of the unbound scheme: old records would be compared with new hashes")
+	for _, prefix := range []string{"watcher hash key id\x00", "watcher hash key id v2\x00"} {
+		old := sha256.Sum256(append([]byte(prefix), testKey...))
+		if hasher.ID() == hex.EncodeToString(old[:])[:hash.KeyHashLen] {
+			t.Errorf("the key ID is the one of scheme %q: old records would be compared with new hashes", prefix)
+		}
 	}
 }
 

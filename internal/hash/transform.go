@@ -27,6 +27,15 @@ const (
 // OfObject returns the digest of the content of a ConfigMap (data and
 // binaryData) or Secret (data).
 func (h *Hasher) OfObject(obj any) (Digest, error) {
+	src, data, err := contentOf(obj)
+	if err != nil {
+		return Digest{}, err
+	}
+	return h.Of(src, data), nil
+}
+
+// contentOf returns where a ConfigMap or Secret lives and its content.
+func contentOf(obj any) (Source, map[string][]byte, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		data := make(map[string][]byte, len(o.Data)+len(o.BinaryData))
@@ -36,11 +45,11 @@ func (h *Hasher) OfObject(obj any) (Digest, error) {
 		for k, v := range o.BinaryData {
 			data[k] = v
 		}
-		return h.Of(Source{"ConfigMap", o.Namespace, o.Name}, data), nil
+		return Source{"ConfigMap", o.Namespace, o.Name}, data, nil
 	case *corev1.Secret:
-		return h.Of(Source{"Secret", o.Namespace, o.Name}, o.Data), nil
+		return Source{"Secret", o.Namespace, o.Name}, o.Data, nil
 	default:
-		return Digest{}, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
+		return Source{}, nil, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
 	}
 }
 

@@ -112,7 +112,7 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "none"))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("CRONJOB_TRIGGER", "true"))
 			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
-			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create,get,delete"))
 			g.Expect(find(objs, "ValidatingAdmissionPolicy", "tpl-watcher-creates")).To(HaveLen(1))
 		}},
 	} {

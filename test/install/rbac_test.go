@@ -70,6 +70,7 @@ func TestRBAC(t *testing.T) {
 				{"patch", "deployments", "-n", "apps-a"},
 				{"patch", "cronjobs", "-n", "apps-b"},
 				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger is on
+				{"delete", "jobs", "-n", "apps-a"}, // concurrencyPolicy: Replace
 				{"list", "secrets", "-n", "apps-b"},
 				{"get", "secrets/rn-watcher-hash-key", "-n", "rbac-n"},
 				{"update", "leases/rn-watcher", "-n", "rbac-n"},

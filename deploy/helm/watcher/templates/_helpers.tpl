@@ -95,7 +95,8 @@ include "watcher.env" (list "NAME" value) */}}
 
 {{/* The rules watcher needs wherever workloads are watched: read
 ConfigMaps, Secrets and workloads, patch workloads (the restart), write
-Events; create Jobs with the CronJob trigger; Argo Rollouts and
+Events; create Jobs with the CronJob trigger (get and delete the running
+ones of a concurrencyPolicy: Replace CronJob); Argo Rollouts and
 ReloadPolicies if enabled. Nothing may update or delete a ConfigMap or a
 Secret, and no Pod is ever created. */}}
 {{- define "watcher.workloadRules" -}}
@@ -111,7 +112,7 @@ Secret, and no Pod is ever created. */}}
 {{- if .Values.restart.cronjobTrigger }}
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [create]
+  verbs: [create, get, delete]
 {{- end }}
 {{- if .Values.rbac.argoRollouts }}
 - apiGroups: [argoproj.io]
