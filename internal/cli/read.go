@@ -98,12 +98,9 @@ func (r *reader) hashKey(ctx context.Context, s *explain.Settings, src keySource
 			return nil
 		}
 	}
-	var problems []string
-	switch {
-	case apierrors.IsNotFound(err):
-		problems = append(problems, fmt.Sprintf("no key Secret %s/%s (watcher key derive --write makes it)", r.namespace, src.secret))
-	default:
-		problems = append(problems, fmt.Sprintf("cannot read the key Secret %s/%s: %v", r.namespace, src.secret, err))
+	nsProblem := fmt.Sprintf("cannot read the key Secret %s/%s: %v", r.namespace, src.secret, err)
+	if apierrors.IsNotFound(err) {
+		nsProblem = fmt.Sprintf("no key Secret %s/%s (watcher key derive --write makes it)", r.namespace, src.secret)
 	}
 	namespace, name := src.watcherNamespace, src.hashKeySecret
 	sec = corev1.Secret{}
@@ -112,16 +109,19 @@ func (r *reader) hashKey(ctx context.Context, s *explain.Settings, src keySource
 	if err == nil {
 		key, err = hash.KeyOf(&sec)
 	}
+	var problem string
 	switch {
 	case apierrors.IsNotFound(err):
-		problems = append(problems, fmt.Sprintf("no hash key Secret %s/%s (watcher never ran here, or runs in another namespace: --watcher-namespace)", namespace, name))
+		problem = fmt.Sprintf("no hash key Secret %s/%s (watcher never ran here, or runs in another namespace: --watcher-namespace)", namespace, name)
 	case err != nil:
-		problems = append(problems, fmt.Sprintf("cannot read the hash key Secret %s/%s: %v", namespace, name, err))
+		problem = fmt.Sprintf("cannot read the hash key Secret %s/%s: %v", namespace, name, err)
 	default:
 		r.use(s, hash.NewHasher(key).NamespaceKey(r.namespace))
 		return nil
 	}
-	s.HashKeyProblem = strings.Join(problems, "; ")
+	// The installation's key first: what explain said before keys of
+	// namespaces existed, and what scripts may look for.
+	s.HashKeyProblem = problem + "; nor the key of namespace " + r.namespace + ": " + nsProblem
 	return nil
 }
 

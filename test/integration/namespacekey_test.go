@@ -82,7 +82,7 @@ func TestOldSchemeRecordsAreAdoptedAgain(t *testing.T) {
 	g.Expect(rec["ConfigMap/cfg"].Keys).To(Equal(want.Keys))
 	settled(t, dep)
 	stayRollouts(t, tr, 0)
-	g.Expect(w.logs.Lines("restarted")).To(BeEmpty())
+	g.Expect(w.logs.Lines("restarted " + tr.Name)).To(BeEmpty())
 
 	setConfigMap(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
@@ -159,8 +159,8 @@ func TestExplainWithNamespaceKey(t *testing.T) {
 		g.Expect(code).To(Equal(0), errOut)
 		out = stdout
 	}, wait).Should(Succeed())
-	g.Expect(out).To(And(ContainSubstring("hashes not compared: no key Secret "+a+"/watcher-explain-key"),
-		ContainSubstring("cannot read the hash key Secret "+own+"/"+options.Defaults().HashKeySecret)))
+	g.Expect(out).To(And(ContainSubstring("hashes not compared: cannot read the hash key Secret "+own+"/"+options.Defaults().HashKeySecret),
+		ContainSubstring("nor the key of namespace "+a+": no key Secret "+a+"/watcher-explain-key")))
 
 	// The operator derives A's key: printed, and written into A.
 	code, token, errOut := run("key", "derive", "-n", a)
