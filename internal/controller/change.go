@@ -155,6 +155,10 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) (h
 		}
 		if p.Action != plan.None || len(p.Missing) > 0 {
 			act = append(act, key)
+		} else {
+			// Nothing left to restart (a change reverted): no policy lists
+			// it as pending.
+			r.decidedForPolicies(u.Obj, in.Refs, key, p)
 		}
 	}
 	slices.Sort(keys)

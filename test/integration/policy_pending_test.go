@@ -101,7 +101,6 @@ func TestPolicyTooLarge(t *testing.T) {
 	create(t, configMap(ns, "shared", map[string]string{"k": "1"}))
 	track(t, deployment(ns, "api", podSpec(corev1.Container{})))
 	startWatcher(t, ns)
-	waitAdopted(t, deployment(ns, "api", corev1.PodSpec{}))
 	many := map[string]string{}
 	for i := 0; i <= policy.MaxSelectorTerms; i++ {
 		many["l"+strings.Repeat("x", i)] = "v"
