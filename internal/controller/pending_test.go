@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/watcher-dev/watcher/internal/lock"
+)
+
+// fakeLock records how it was released.
+type fakeLock struct{ released chan bool }
+
+func (l *fakeLock) Release(_ context.Context, done bool) error { l.released <- done; return nil }
+
+// sharedLocker is any locker but lock.Local.
+type sharedLocker struct{ lock.Local }
+
+// TestPendingLocks: in a shared lock mode, a change whose users are held
+// keeps its lock and is taken again without asking the locker; a newer
+// version of the object releases the older one's lock as done; the lease
+// mode keeps nothing.
+func TestPendingLocks(t *testing.T) {
+	if newPendingLocks(lock.Local{}) != nil {
+		t.Fatal("the local locker keeps locks")
+	}
+	p := newPendingLocks(sharedLocker{})
+	req := Request{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	if l, _, _ := p.take(req, "v1"); l != nil {
+		t.Fatal("a lock taken before any was kept")
+	}
+	l1 := &fakeLock{released: make(chan bool, 1)}
+	p.keep(req, "v1", l1)
+	if l, outcome, _ := p.take(req, "v1"); l != l1 || outcome != lock.Acquired {
+		t.Fatalf("take = %v, %v; want the kept lock", l, outcome)
+	}
+	p.keep(req, "v1", l1)
+	if l, _, _ := p.take(req, "v2"); l != nil {
+		t.Fatal("the lock of v1 handed out for v2")
+	}
+	select {
+	case done := <-l1.released:
+		if !done {
+			t.Error("the superseded lock was released as not done")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the superseded lock was never released")
+	}
+	p.keep(req, "v2", l1)
+	p.drop(req)
+	if l, _, _ := p.take(req, "v2"); l != nil {
+		t.Error("a dropped lock handed out")
+	}
+}
