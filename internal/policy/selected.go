@@ -1,23 +1,34 @@
 package policy
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Selected returns the workloads p applies to, from the store: its
-// targets, or, when it lists none, the consumers of its sources. Work is
-// proportional to the objects of p's namespace that a selector reads, and
-// to the users of the objects it names (one index lookup each).
+// targets, or, when it lists none, the consumers of its sources; each
+// once. Work is proportional to the workloads of p's namespace times its
+// distinct target selectors (each kind listed once), to the objects of
+// p's namespace that a source selector reads, and to the users of the
+// objects it names (one index lookup each).
 func Selected(p *Policy, st Workloads) ([]workload.Key, error) {
 	var out []workload.Key
 	if p.Targets != nil {
+		sel := newSelection(p.Namespace, st)
+		seen := map[workload.Key]bool{}
 		for _, t := range p.Targets {
-			keys, err := targets(p.Namespace, t, st)
+			keys, err := sel.of(t)
 			if err != nil {
 				return out, err
 			}
-			out = append(out, keys...)
+			for _, k := range keys {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
 		}
 		return out, nil
 	}
@@ -46,24 +57,49 @@ func Selected(p *Policy, st Workloads) ([]workload.Key, error) {
 	return out, nil
 }
 
-// targets returns the workloads of namespace that t selects.
-func targets(namespace string, t Target, st Workloads) ([]workload.Key, error) {
+// selection answers which workloads of one namespace targets select,
+// listing each kind of workload once and asking each distinct selector
+// once: a policy's 100 targets by selector cost one pass over the
+// namespace's workloads per distinct selector.
+type selection struct {
+	namespace string
+	st        Workloads
+	lists     map[string][]*metav1.PartialObjectMetadata
+	answers   map[string][]workload.Key
+}
+
+func newSelection(namespace string, st Workloads) *selection {
+	return &selection{namespace: namespace, st: st,
+		lists: map[string][]*metav1.PartialObjectMetadata{}, answers: map[string][]workload.Key{}}
+}
+
+// of returns the workloads that t selects.
+func (s *selection) of(t Target) ([]workload.Key, error) {
 	if t.Selector == nil {
-		obj, err := st.Get(t.Kind, namespace, t.Name)
+		obj, err := s.st.Get(t.Kind, s.namespace, t.Name)
 		if err != nil || obj == nil {
 			return nil, err
 		}
-		return []workload.Key{{Kind: t.Kind, Namespace: namespace, Name: t.Name}}, nil
+		return []workload.Key{{Kind: t.Kind, Namespace: s.namespace, Name: t.Name}}, nil
 	}
-	objs, err := st.Workloads(t.Kind, namespace)
-	if err != nil {
-		return nil, err
+	key := t.Kind + "\x00" + selectorKey(t.Selector)
+	if keys, ok := s.answers[key]; ok {
+		return keys, nil
+	}
+	objs, ok := s.lists[t.Kind]
+	if !ok {
+		var err error
+		if objs, err = s.st.Workloads(t.Kind, s.namespace); err != nil {
+			return nil, err
+		}
+		s.lists[t.Kind] = objs
 	}
 	var out []workload.Key
 	for _, o := range objs {
 		if t.Selects(t.Kind, o.Name, slim.Labels(o)) {
-			out = append(out, workload.Key{Kind: t.Kind, Namespace: namespace, Name: o.Name})
+			out = append(out, workload.Key{Kind: t.Kind, Namespace: s.namespace, Name: o.Name})
 		}
 	}
+	s.answers[key] = out
 	return out, nil
 }

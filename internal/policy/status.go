@@ -111,8 +111,9 @@ func missingSources(p *Policy, st Workloads) ([]string, error) {
 // missingTargets says which targets of p select no workload of st.
 func missingTargets(p *Policy, st Workloads) ([]string, error) {
 	var out []string
+	sel := newSelection(p.Namespace, st)
 	for _, t := range p.Targets {
-		keys, err := targets(p.Namespace, t, st)
+		keys, err := sel.of(t)
 		if err != nil {
 			return nil, err
 		}
