@@ -37,7 +37,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 	other.Annotations = map[string]string{guard.StateAnnotation: state}
 	trOther := track(t, other)
 
-	w = startWatcher(t, ns, budget)
+	startWatcher(t, ns, budget)
 	waitAdopted(t, other)
 	setConfigMap(t, cm, "a", "3")
 	// The copy is a workload never restarted: its budget is whole.
