@@ -59,6 +59,9 @@ type Rollouts struct {
 	// WaitWarn is how long a restart may wait for a slot before Sweep
 	// reports it (Starved); 0: Timeout, or 10 minutes without one.
 	WaitWarn time.Duration
+	// Waited, when set, is told how long each restart the wave admits
+	// waited for its slot (the controller's histogram).
+	Waited func(time.Duration)
 
 	mu      sync.Mutex
 	running map[object.Ref]*rollout
@@ -133,7 +136,9 @@ func (w *Rollouts) Check(r Request) Verdict {
 // admitted takes r out of the wave and reserves its slot.
 func (w *Rollouts) admitted(r Request) {
 	if x := w.waiting[r.Workload]; x != nil {
-		waveWait(r.Now.Sub(x.since))
+		if w.Waited != nil {
+			w.Waited(r.Now.Sub(x.since))
+		}
 		delete(w.waiting, r.Workload)
 	}
 	if old, ok := w.running[r.Workload]; ok {
@@ -141,16 +146,6 @@ func (w *Rollouts) admitted(r Request) {
 		return
 	}
 	w.running[r.Workload] = &rollout{start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
-}
-
-// WaveWait, when set, observes how long each restart admitted by the wave
-// waited for its slot (the controller's histogram).
-var WaveWait func(time.Duration)
-
-func waveWait(d time.Duration) {
-	if WaveWait != nil {
-		WaveWait(d)
-	}
 }
 
 // order returns the waiters that may take the free slots, in the order

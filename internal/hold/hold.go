@@ -138,7 +138,7 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	// The order of the hold seam (see package guard): the gates of others
 	// (maintenance windows), pause periods, then flapping, budget, failed rollouts, and
 	// the wave last, as it reserves a slot when it admits.
-	guard.WaveWait = func(d time.Duration) { metrics.WaveWait.Observe(d.Seconds()) }
+	g.rollouts.Waited = func(d time.Duration) { metrics.WaveWait.Observe(d.Seconds()) }
 	g.chain = append(slices.Clone(cfg.Gates), g.pauses, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
 	for _, r := range guard.Reasons {
 		metrics.RestartsHeld.WithLabelValues(string(r))
