@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,7 +37,9 @@ func createPolicies(ctx context.Context, cfg *rest.Config, s Scenario, log *prog
 	}); err != nil {
 		return fmt.Errorf("install the ReloadPolicy CRD: %w", err)
 	}
-	dc, err := dynamic.NewForConfig(cfg)
+	fast := rest.CopyConfig(cfg)
+	fast.QPS, fast.Burst = 500, 1000
+	dc, err := dynamic.NewForConfig(fast)
 	if err != nil {
 		return fmt.Errorf("create dynamic client: %w", err)
 	}
@@ -79,4 +82,49 @@ func benchPolicy(i, targets int) *unstructured.Unstructured {
 			"targets": ts,
 		},
 	}}
+}
+
+// waitPolicyStatus waits until the controller has written the status of
+// every policy of the many-policies scenario (their writes are start-up
+// work, not the cost of a change), or for at most timeout.
+func waitPolicyStatus(ctx context.Context, cfg *rest.Config, s Scenario, timeout time.Duration, log *progress) error {
+	if s.Policies == 0 {
+		return nil
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create dynamic client: %w", err)
+	}
+	var done atomic.Int64
+	stop := log.every(3*time.Second, func() string { return fmt.Sprintf("policy statuses written %d/%d", done.Load(), s.Policies) })
+	defer stop()
+	deadline := time.Now().Add(timeout)
+	for {
+		// Only the Ready condition is read: a metadata-sized answer would
+		// not carry it, so the list is whole (every 2 s, from the
+		// benchmark's own user).
+		list, err := dc.Resource(policyResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list reloadpolicies: %w", err)
+		}
+		n := 0
+		for _, p := range list.Items {
+			if conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions"); len(conds) > 0 {
+				n++
+			}
+		}
+		done.Store(int64(n))
+		if n >= s.Policies {
+			log.printf("the controller wrote the status of every policy")
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("policy statuses: %d of %d written after %s", n, s.Policies, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -147,6 +147,9 @@ func (b *bench) startUp(ctx context.Context) error {
 	b.r.StartToReady = toSeconds(toReady)
 	b.log.printf("controller ready after %.2f s; waiting until it makes no write for %s", toReady.Seconds(), b.o.SettleQuiet)
 	readyAt := b.ctrl.started.Add(toReady)
+	if err := waitPolicyStatus(ctx, b.cluster.RESTConfig(), b.o.Scenario, b.o.SettleTimeout, b.log); err != nil {
+		return err
+	}
 	lastWrite, writes, settled, err := b.waitSettled(ctx, readyAt)
 	if err != nil {
 		return err

@@ -25,8 +25,10 @@ import (
 // looked at again (from the store: no API call unless it changed) after
 // notFoundRetry, then twice as long each time it still finds them missing,
 // up to maxNotFoundRetry. It starts again from notFoundRetry when the
-// policy changes, or when a workload it applies to is adopted or records
-// a new reference (a target or a source appeared: Decided).
+// policy's spec changes (its generation; not for its status being
+// written), or when a workload it applies to is adopted or records a new
+// reference (a target or a source appeared: Decided). A re-check reads
+// what the policy selects only while it lists pending restarts.
 const (
 	notFoundRetry    = 2 * time.Second
 	maxNotFoundRetry = 5 * time.Minute
@@ -51,7 +53,14 @@ type StatusWriter struct {
 	journals map[string]*Journal
 	// retries counts, per policy, the re-checks in a row that found
 	// sources or targets missing.
-	retries map[string]int
+	retries map[string]retryState
+}
+
+// retryState counts the re-checks in a row of one policy, at one
+// generation, that found sources or targets missing.
+type retryState struct {
+	n          int
+	generation int64
 }
 
 // NewStatusWriter returns a StatusWriter of the policies w watches.
@@ -69,7 +78,7 @@ func NewStatusWriter(cfg *rest.Config, w *Watcher, needLeader bool, log logr.Log
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "reloadpolicy-status"}),
-		journals: map[string]*Journal{}, retries: map[string]int{},
+		journals: map[string]*Journal{}, retries: map[string]retryState{},
 	}, nil
 }
 
@@ -88,13 +97,9 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 }
 
 // Enqueue asks for the status of the policy "namespace/name" to be
-// written again (it changed: a wait for missing sources starts over).
-func (s *StatusWriter) Enqueue(policy string) {
-	s.mu.Lock()
-	delete(s.retries, policy)
-	s.mu.Unlock()
-	s.queue.Add(policy)
-}
+// written again. (A wait for missing sources starts over when the
+// policy's generation changes, not for its status being written.)
+func (s *StatusWriter) Enqueue(policy string) { s.queue.Add(policy) }
 
 // Decided tells the writer that the workload k, to which policies apply,
 // was decided and the decision carried out: restart, a restart is still to
@@ -205,7 +210,7 @@ func (s *StatusWriter) next(ctx context.Context) bool {
 		return false
 	}
 	defer s.queue.Done(key)
-	retry, err := s.write(ctx, key)
+	retry, gen, err := s.write(ctx, key)
 	switch {
 	case err != nil:
 		if !apierrors.IsConflict(err) {
@@ -215,7 +220,7 @@ func (s *StatusWriter) next(ctx context.Context) bool {
 		s.queue.AddRateLimited(key)
 	case retry:
 		s.queue.Forget(key)
-		s.queue.AddAfter(key, s.retry(key))
+		s.queue.AddAfter(key, s.retry(key, gen))
 	default:
 		s.queue.Forget(key)
 		s.mu.Lock()
@@ -225,14 +230,19 @@ func (s *StatusWriter) next(ctx context.Context) bool {
 	return true
 }
 
-// retry returns when to look again at the policy key, whose sources or
-// targets are still missing, and counts the re-check.
-func (s *StatusWriter) retry(key string) time.Duration {
+// retry returns when to look again at the policy key, at generation gen,
+// whose sources or targets are still missing, and counts the re-check.
+func (s *StatusWriter) retry(key string, gen int64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.retries[key]
-	s.retries[key] = n + 1
-	return backoff(n)
+	st := s.retries[key]
+	if st.generation != gen {
+		st = retryState{generation: gen}
+	}
+	d := backoff(st.n)
+	st.n++
+	s.retries[key] = st
+	return d
 }
 
 // backoff returns the wait before re-check n (from 0) of a policy whose
@@ -247,8 +257,9 @@ func backoff(n int) time.Duration {
 }
 
 // write writes the status of the policy key if it changed; retry is true
-// while sources or targets do not exist yet.
-func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, err error) {
+// while sources or targets do not exist yet; gen is the generation of the
+// policy it looked at.
+func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, gen int64, err error) {
 	ns, name, _ := strings.Cut(key, "/")
 	cur := s.watcher.Policy(ns, name)
 	p := s.watcher.Index.Get(ns, name)
@@ -257,25 +268,29 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, err e
 		delete(s.journals, key)
 		delete(s.retries, key)
 		s.mu.Unlock()
-		return false, nil
+		return false, 0, nil
 	}
 	if p.Generation != cur.Generation {
 		p = Compile(cur)
 	}
+	gen = p.Generation
 	ready, err := Ready(p, s.watcher.Store)
 	if err != nil {
-		return false, err
-	}
-	selected, err := Selected(p, s.watcher.Store)
-	if err != nil {
-		return false, err
+		return false, gen, err
 	}
 	j := s.snapshot(key)
+	var selected []workload.Key
+	if len(cur.Status.Pending) > 0 || j != nil && len(j.Held) > 0 {
+		// Only the pending entries need what the policy selects.
+		if selected, err = Selected(p, s.watcher.Store); err != nil {
+			return false, gen, err
+		}
+	}
 	desired := Desired(p, cur.Status, ready, j, selected)
 	retry = ready.Reason == ReasonSourcesNotFound || ready.Reason == ReasonTargetsNotFound
 	if Equal(desired, cur.Status) {
 		s.applied(key, j)
-		return retry, nil
+		return retry, gen, nil
 	}
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
@@ -287,19 +302,19 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, err e
 		},
 	})
 	if err != nil {
-		return false, err
+		return false, gen, err
 	}
 	obj := &v1alpha1.ReloadPolicy{}
 	obj.Namespace, obj.Name = ns, name
 	if err := s.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return false, gen, nil
 		}
-		return false, fmt.Errorf("patch status of reloadpolicy %s: %w", key, err)
+		return false, gen, fmt.Errorf("patch status of reloadpolicy %s: %w", key, err)
 	}
 	s.applied(key, j)
 	s.log.V(1).Info("Policy status written", "policy", key, "reason", ready.Reason)
-	return retry, nil
+	return retry, gen, nil
 }
 
 // snapshot returns a copy of the journal of key.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestDecided(t *testing.T) {
 			s := &StatusWriter{
 				watcher:  &Watcher{Index: NewIndex(), Log: logr.Discard(), infs: []toolscache.SharedIndexInformer{inf}},
 				queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-				journals: map[string]*Journal{}, retries: map[string]int{"shop/waiting": 3},
+				journals: map[string]*Journal{}, retries: map[string]retryState{"shop/waiting": {n: 3, generation: 1}},
 			}
 			defer s.queue.ShutDown()
 			s.Held(ps[:1], web, time.Now())
@@ -102,4 +103,18 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestRetry: the waits of one policy's re-checks grow while its
+// generation stays, and start over when it changes.
+func TestRetry(t *testing.T) {
+	s := &StatusWriter{retries: map[string]retryState{}}
+	var got []time.Duration
+	for _, gen := range []int64{1, 1, 1, 2, 2} {
+		got = append(got, s.retry("shop/p", gen))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 2 * time.Second, 4 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
 }
