@@ -78,8 +78,8 @@ type Source struct {
 type Request struct {
 	// Workload names the workload to restart.
 	Workload object.Ref
-	// Priority orders restarts within a wave, lower first
-	// (PriorityAnnotation; 0 when absent).
+	// Priority orders restarts of one namespace within a wave, lower
+	// first (PriorityAnnotation; hold.DefaultPriority when absent).
 	Priority int
 	// Sources are the changed ConfigMaps and Secrets, sorted.
 	Sources []Source
@@ -161,9 +161,9 @@ func (c Chain) Cancel(r Request) {
 
 // Annotations read by the guards.
 const (
-	// PriorityAnnotation, on a workload, orders its restart within a
-	// wave: an integer, lower first; workloads without it come after all
-	// those with it, then by namespace and name.
+	// PriorityAnnotation, on a workload, orders its restart within its
+	// namespace in a wave: an integer, lower first (parsed and bounded by
+	// hold.Priority); it never orders restarts across namespaces.
 	PriorityAnnotation = "watcher.dev/restart-priority"
 	// ReleaseAnnotation, on a workload, a ConfigMap or a Secret, releases
 	// the holds in place (budget, flapping, failed rollout): set it to a

@@ -14,8 +14,9 @@
 //	                    containers (for the env restart strategy), as
 //	                    restart.ContainersAnnotation, and whether its pods
 //	                    roll only when deleted, as workload.OnDeleteAnnotation,
-//	                    and, while a rollout of a template watcher restarted
-//	                    is not done, its restart ID, as guard.RollingAnnotation
+//	                    and, while a rollout of a workload watcher restarted
+//	                    (it has guard.StateAnnotation) is not done,
+//	                    guard.RollingAnnotation
 //
 // Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
 // weighs over a kilobyte in memory even when empty.
