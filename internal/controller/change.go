@@ -49,6 +49,9 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 		id = req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
 	}
 	held, outcome, err := r.pending.take(req, id)
+	// A change looked at again while its users are held was counted (as
+	// a change, and for flapping) when it was first handled.
+	recheck := held != nil
 	if held == nil {
 		held, outcome, err = r.Config.Locker.Acquire(ctx, id)
 	}
@@ -71,7 +74,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 		return reconcile.Result{RequeueAfter: r.Config.HeldRetry}, nil
 	}
 	metrics.LockAcquisitions.WithLabelValues("acquired").Inc()
-	holding, err := r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req, meta)
+	holding, err := r.changeUsers(ctrl.LoggerInto(ctx, log.WithValues("change", id)), req, meta || recheck)
 	if err == nil && holding && obj != nil && r.pending != nil {
 		// Some users' restarts are held (a wave, a budget, a window): the
 		// change is not done until they are written. The lock is kept
