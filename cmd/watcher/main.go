@@ -1,6 +1,7 @@
-// Command watcher restarts the Deployments, StatefulSets and DaemonSets that
-// use a ConfigMap or Secret when its data changes. Run `watcher --help` for
-// its settings.
+// Command watcher restarts the workloads (Deployments, StatefulSets,
+// DaemonSets, CronJobs, Argo Rollouts) that use a ConfigMap or Secret when
+// its data changes. Run `watcher --help` for its settings; package app
+// turns them into a running controller.
 //
 // `watcher graph` and `watcher explain` (package cli) report on a cluster
 // instead, and `watcher key derive` gives an operator the key of one
@@ -20,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/watcher-dev/watcher/internal/cli"
-	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/app"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
@@ -63,7 +64,7 @@ func main() {
 		log.Error(err, "Cannot connect to Kubernetes")
 		os.Exit(1)
 	}
-	if err := controller.Run(ctrl.SetupSignalHandler(), cfg, o, log); err != nil {
+	if err := app.Run(ctrl.SetupSignalHandler(), cfg, o, log); err != nil {
 		log.Error(err, "Watcher stopped")
 		os.Exit(1)
 	}

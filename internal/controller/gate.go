@@ -6,8 +6,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/guard"
-	"github.com/watcher-dev/watcher/internal/hold"
-	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -31,16 +29,4 @@ func (r *Reconciler) cached(key workload.Key) client.Object {
 		return o
 	}
 	return nil
-}
-
-// guardConfig reads the guards' settings from the options.
-func guardConfig(o *options.Options) hold.Config {
-	return hold.Config{
-		Budget: o.RestartBudget.Count, BudgetWindow: o.RestartBudget.Per,
-		FlapThreshold: o.FlapThreshold.Count, FlapWindow: o.FlapThreshold.Per, FlapQuiet: o.FlapQuiet,
-		MaxConcurrent:  o.MaxConcurrentRollouts,
-		RolloutTimeout: o.RolloutTimeout,
-		HoldOnFailure:  o.OnFailedRollout == options.OnFailedHold,
-		Shared:         o.Lock != options.LockLease,
-	}
 }

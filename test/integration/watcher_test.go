@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/app"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
@@ -42,7 +42,7 @@ func startWatcher(t *testing.T, ns string, modify ...func(*options.Options)) *in
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &instance{logs: &logBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { w.done <- controller.Run(ctx, restConfig, o, w.logs.logger()) }()
+	go func() { w.done <- app.Run(ctx, restConfig, o, w.logs.logger()) }()
 	t.Cleanup(w.Stop)
 
 	deadline := time.Now().Add(30 * time.Second)

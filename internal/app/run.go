@@ -1,4 +1,4 @@
-package controller
+package app
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -111,7 +112,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	err = Setup(mgr, st, Config{
+	err = controller.Setup(mgr, st, controller.Config{
 		Annotation:         o.Annotation,
 		Discovery:          o.Discovery,
 		RestartOnCreate:    o.RestartOnCreate,
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
 		SealedSecrets:      sealedSecrets,
-		Policies:           &Policies{Index: policies, Watcher: pw, Status: status},
+		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 	})
 	if err != nil {
 		return err

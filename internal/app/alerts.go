@@ -1,4 +1,4 @@
-package controller
+package app
 
 import (
 	"fmt"
@@ -81,4 +81,16 @@ func withAlerts(gc hold.Config, n alert.Notifier) hold.Config {
 		gc.Notifier = guardAlerts{n}
 	}
 	return gc
+}
+
+// guardConfig reads the guards' settings from the options.
+func guardConfig(o *options.Options) hold.Config {
+	return hold.Config{
+		Budget: o.RestartBudget.Count, BudgetWindow: o.RestartBudget.Per,
+		FlapThreshold: o.FlapThreshold.Count, FlapWindow: o.FlapThreshold.Per, FlapQuiet: o.FlapQuiet,
+		MaxConcurrent:  o.MaxConcurrentRollouts,
+		RolloutTimeout: o.RolloutTimeout,
+		HoldOnFailure:  o.OnFailedRollout == options.OnFailedHold,
+		Shared:         o.Lock != options.LockLease,
+	}
 }
