@@ -7,9 +7,11 @@ import (
 
 	"github.com/go-logr/logr"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -69,5 +71,42 @@ func (r *reporter) report(ctx context.Context, print bool) {
 	}
 	if print {
 		r.log.Info("Watching", kv...)
+	}
+}
+
+// settingsPublisher publishes the installation's settings for the explain
+// and graph commands (settings.Publish), on every replica: the replicas of
+// one installation run with the same settings. An error (no rights, an API
+// server away) is logged once and retried with backoff: the controller
+// runs on regardless, and the commands then fall back to their flags.
+type settingsPublisher struct {
+	c         client.Client
+	namespace string
+	name      string
+	settings  settings.Settings
+	log       logr.Logger
+}
+
+func (p *settingsPublisher) NeedLeaderElection() bool { return false }
+
+func (p *settingsPublisher) Start(ctx context.Context) error {
+	wait := time.Second
+	for failed := false; ; failed = true {
+		err := settings.Publish(ctx, p.c, p.namespace, p.name, p.settings)
+		switch {
+		case err == nil:
+			p.log.V(1).Info("Published the settings for explain and graph", "configMap", p.namespace+"/"+p.name)
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case !failed:
+			p.log.Error(err, "Cannot publish the settings for explain and graph; retrying (the commands use their flags meanwhile)", "configMap", p.namespace+"/"+p.name)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Minute)
 	}
 }

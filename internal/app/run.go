@@ -30,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 )
 
@@ -47,11 +48,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	// The store's index and the reconciler find references alike, and as
 	// the graph and explain commands do.
 	policies := policy.NewIndex()
-	resolver := resolve.Standard(resolve.Settings{
-		Sources:                   []resolve.Source{policy.References{Index: policies}},
-		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
-		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
-	})
+	decide := o.Settings()
+	resolver := decide.Resolver(policies)
 	st, err := newStore(cfg, o, hasher, resolver, policy.References{Index: policies}.Annotate, log.WithName("store"))
 	if err != nil {
 		return err
@@ -113,10 +111,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		return fmt.Errorf("create manager: %w", err)
 	}
 	err = controller.Setup(mgr, st, controller.Config{
-		Annotation:         o.Annotation,
-		Discovery:          o.Discovery,
-		RestartOnCreate:    o.RestartOnCreate,
-		ReloadOnDelete:     o.ReloadOnDelete,
+		Settings:           decide,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
 		CronJobTrigger:     o.CronJobTrigger,
@@ -137,6 +132,12 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
+	direct, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	publisher := &settingsPublisher{c: direct, namespace: o.OwnNamespace(), name: settings.ConfigMapName(o.Lease.Name),
+		settings: decide, log: log.WithName("settings")}
 	monitor := &lockMonitor{locker: locker, interval: 2 * time.Second, log: log}
 	if err := errors.Join(
 		mgr.Add(st),
@@ -144,6 +145,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		mgr.Add(status),
 		mgr.Add(guard),
 		mgr.Add(monitor),
+		mgr.Add(publisher),
 		mgr.Add(leaderGauge{needLeader: lease}),
 		mgr.Add(&reporter{store: st, opts: o, log: log}),
 		mgr.AddHealthzCheck("ping", healthz.Ping),

@@ -24,15 +24,13 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/options"
-	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
-	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/settings"
 )
 
 // PluginName is the binary's name as a kubectl plugin.
@@ -100,15 +98,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // command is one run of graph or explain.
 type command struct {
 	prog, name string
-	flags      *pflag.FlagSet
-	rules      *clientcmd.ClientConfigLoadingRules
-	overrides  clientcmd.ConfigOverrides
+	// stderr takes remarks: what could not be read.
+	stderr    io.Writer
+	flags     *pflag.FlagSet
+	rules     *clientcmd.ClientConfigLoadingRules
+	overrides clientcmd.ConfigOverrides
 	// opts holds the installation's settings, bound to the controller's own
 	// flags.
 	opts             *options.Options
 	output           string
 	allNamespaces    bool
 	watcherNamespace string
+	// watcherName is the installation's name (its Lease): its settings are
+	// published in the ConfigMap settings.ConfigMapName(watcherName).
+	watcherName string
+	// installation holds the installation's settings, once read (see
+	// installationSettings): published ones with the flags given on top.
+	installation settings.Settings
 	// explainKey is --explain-key, explainKeySecret --explain-key-secret;
 	// write is key derive's --write.
 	explainKey, explainKeySecret string
@@ -120,14 +126,30 @@ type command struct {
 const explainKeyEnv = "WATCHER_EXPLAIN_KEY"
 
 // installationFlags are the controller's flags that change what the
-// commands report: the same names, meanings and defaults.
-var installationFlags = []string{
-	"annotation", "discovery", "namespaces", "ignore-configmap-namespaces", "ignore-secret-namespaces",
-	"workload-selector", "config-selector", "reload-on-create", "reload-on-delete", "hash-key-secret",
+// commands report, with the same names, meanings and defaults, and how
+// each, given on the command line, overrides the published settings.
+var installationFlags = []struct {
+	name string
+	set  func(to *settings.Settings, from settings.Settings)
+}{
+	{"annotation", func(to *settings.Settings, from settings.Settings) { to.Annotation = from.Annotation }},
+	{"discovery", func(to *settings.Settings, from settings.Settings) { to.Discovery = from.Discovery }},
+	{"namespaces", func(to *settings.Settings, from settings.Settings) { to.Namespaces = from.Namespaces }},
+	{"ignore-configmap-namespaces", func(to *settings.Settings, from settings.Settings) {
+		to.IgnoreConfigMapNamespaces = from.IgnoreConfigMapNamespaces
+	}},
+	{"ignore-secret-namespaces", func(to *settings.Settings, from settings.Settings) {
+		to.IgnoreSecretNamespaces = from.IgnoreSecretNamespaces
+	}},
+	{"workload-selector", func(to *settings.Settings, from settings.Settings) { to.WorkloadSelector = from.WorkloadSelector }},
+	{"config-selector", func(to *settings.Settings, from settings.Settings) { to.ConfigSelector = from.ConfigSelector }},
+	{"reload-on-create", func(to *settings.Settings, from settings.Settings) { to.RestartOnCreate = from.RestartOnCreate }},
+	{"reload-on-delete", func(to *settings.Settings, from settings.Settings) { to.ReloadOnDelete = from.ReloadOnDelete }},
+	{"hash-key-secret", func(to *settings.Settings, from settings.Settings) { to.HashKeySecret = from.HashKeySecret }},
 }
 
 func newCommand(prog, name string, stderr io.Writer) *command {
-	c := &command{prog: prog, name: name, opts: options.Defaults(), rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+	c := &command{prog: prog, name: name, stderr: stderr, opts: options.Defaults(), rules: clientcmd.NewDefaultClientConfigLoadingRules()}
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.rules.ExplicitPath, "kubeconfig", "", "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
@@ -148,12 +170,13 @@ func newCommand(prog, name string, stderr io.Writer) *command {
 	if name != cmdGraph {
 		fs.StringVar(&c.explainKeySecret, "explain-key-secret", "watcher-explain-key", "Secret of the namespace explained holding its key (watcher key derive --write)")
 	}
-	fs.StringVar(&c.watcherNamespace, "watcher-namespace", "watcher", "namespace of the watcher installation, holding its hash key Secret")
+	fs.StringVar(&c.watcherNamespace, "watcher-namespace", "watcher", "namespace of the watcher installation, holding its hash key Secret and its published settings")
+	fs.StringVar(&c.watcherName, "watcher-name", "watcher", "name of the watcher installation (its --lease-name): its settings are read from the ConfigMap NAME-settings of --watcher-namespace")
 	all := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
 	c.opts.BindFlags(all)
 	for _, f := range installationFlags {
-		flag := *all.Lookup(f)
-		flag.Usage = "as the installation's --" + f + ": " + flag.Usage
+		flag := *all.Lookup(f.name)
+		flag.Usage = "overrides the installation's --" + f.name + ": " + flag.Usage
 		fs.AddFlag(&flag)
 	}
 	fs.Usage = func() { c.usage(stderr) }
@@ -183,7 +206,8 @@ func (c *command) usage(w io.Writer) {
 			"Secret --explain-key-secret of the namespace, else the installation's hash key\n"+
 			"Secret; without any, hashes are not compared.\n\n", c.prog, explain.HashPrefix, explainKeyEnv)
 	}
-	fmt.Fprintf(w, "Set the installation's flags as it runs with, so that the report matches.\n\nFlags:\n%s", c.flags.FlagUsages())
+	fmt.Fprintf(w, "The installation's settings are read from the ConfigMap that the running controller\n"+
+		"publishes in its namespace (--watcher-name, --watcher-namespace); flags override them.\n\nFlags:\n%s", c.flags.FlagUsages())
 }
 
 func (c *command) validate() error {
@@ -223,34 +247,42 @@ func (c *command) validate() error {
 	return fmt.Errorf("invalid --output %q: want %s", c.output, strings.Join(formats, ", "))
 }
 
-// settings returns the installation's settings, built as the controller
-// builds its own.
+// installationSettings reads the settings the installation publishes and
+// puts the flags given on the command line on top; when none can be read
+// (no running watcher yet, no right to read them), it says so on warn and
+// uses the flags and their defaults.
+func (c *command) installationSettings(ctx context.Context, r *reader, warn io.Writer) settings.Settings {
+	flags := c.opts.Settings()
+	name := settings.ConfigMapName(c.watcherName)
+	s, err := settings.Read(ctx, r.c, c.watcherNamespace, name)
+	if err != nil {
+		fmt.Fprintf(warn, "%s: the installation's settings (ConfigMap %s/%s) cannot be read, so the defaults and the flags given are used: %v\n",
+			c.prog, c.watcherNamespace, name, err)
+		return flags
+	}
+	for _, f := range installationFlags {
+		if c.flags.Changed(f.name) {
+			f.set(&s, flags)
+		}
+	}
+	return s
+}
+
+// settings returns what explain and graph decide with, built from the
+// installation's settings as the controller builds its own.
 func (c *command) settings(policies *policy.Index) (explain.Settings, error) {
-	o := c.opts
+	o := c.installation
 	s := explain.Settings{
-		Resolver: resolve.Standard(resolve.Settings{
-			IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
-			IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
-			Sources:                   []resolve.Source{policy.References{Index: policies}},
-		}),
+		Resolver:        o.Resolver(policies),
 		Policies:        policies,
-		Rules:           plan.NewChain(plan.Options{OptOutAnnotation: o.Annotation, Discovery: o.Discovery}),
+		Rules:           o.Rules(),
 		RestartOnCreate: o.RestartOnCreate,
 		ReloadOnDelete:  o.ReloadOnDelete,
 		Namespaces:      o.Namespaces,
 	}
 	var err error
-	if o.WorkloadSelector != "" {
-		if s.WorkloadSelector, err = labels.Parse(o.WorkloadSelector); err != nil {
-			return s, fmt.Errorf("invalid --workload-selector: %w", err)
-		}
-	}
-	if o.ConfigSelector != "" {
-		if s.ConfigSelector, err = labels.Parse(o.ConfigSelector); err != nil {
-			return s, fmt.Errorf("invalid --config-selector: %w", err)
-		}
-	}
-	return s, nil
+	s.WorkloadSelector, s.ConfigSelector, err = o.Selectors()
+	return s, err
 }
 
 func (c *command) run(ctx context.Context, out io.Writer) error {
@@ -258,6 +290,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.installation = c.installationSettings(ctx, r, c.stderr)
 	if c.name == cmdKeyDerive {
 		return c.derive(ctx, r, out)
 	}
@@ -265,7 +298,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	if c.name == cmdGraph && c.allNamespaces {
 		ns = metav1.NamespaceAll
 	}
-	policies, err := r.policies(ctx, ns, os.Stderr)
+	policies, err := r.policies(ctx, ns, c.stderr)
 	if err != nil {
 		return err
 	}
@@ -288,7 +321,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return g.WriteText(out)
 	}
 	err = r.hashKey(ctx, &s, keySources{given: c.explainKey, secret: c.explainKeySecret,
-		watcherNamespace: c.watcherNamespace, hashKeySecret: c.opts.HashKeySecret})
+		watcherNamespace: c.watcherNamespace, hashKeySecret: c.installation.HashKeySecret})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // printed, and its errors quote no key.
 func (c *command) derive(ctx context.Context, r *reader, out io.Writer) error {
 	var sec corev1.Secret
-	name := types.NamespacedName{Namespace: c.watcherNamespace, Name: c.opts.HashKeySecret}
+	name := types.NamespacedName{Namespace: c.watcherNamespace, Name: c.installation.HashKeySecret}
 	if err := r.c.Get(ctx, name, &sec); err != nil {
 		return fmt.Errorf("read the hash key Secret %s (--watcher-namespace, --hash-key-secret): %w", name, err)
 	}

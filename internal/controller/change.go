@@ -12,7 +12,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
-	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -23,7 +22,7 @@ import (
 // uses the object and says what changed. If any of them fails, the lock is
 // released without marking the version done, and the item is retried with
 // backoff (one item, however often it fails).
-func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcile.Result, err error) {
+func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile.Result, err error) {
 	log := ctrl.LoggerFrom(ctx)
 	meta := r.kinds.take(req)
 	defer func() {
@@ -111,7 +110,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Request) (_ reconcil
 //
 // meta is true when only the object's labels or annotations changed: its
 // users record it as it is now, and nothing is counted as a data change.
-func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) (holding bool, _ error) {
+func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (holding bool, _ error) {
 	log := ctrl.LoggerFrom(ctx)
 	users, err := r.Store.Users(refs.Kind(req.Kind), req.Namespace, req.Name)
 	if err != nil {
@@ -124,7 +123,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Request, meta bool) (h
 			// Counted for flapping once per handled change, and only for
 			// objects that workloads use.
 			if cur, err := r.Store.Get(req.Kind, req.Namespace, req.Name); err == nil && cur != nil {
-				r.guards.Handled(ctx, object.Ref{Kind: req.Kind, Namespace: req.Namespace, Name: req.Name}, cur)
+				r.guards.Handled(ctx, req.Ref, cur)
 			}
 		}
 	}

@@ -19,7 +19,7 @@ type debouncer struct {
 	now         func() time.Time
 
 	mu      sync.Mutex
-	pending map[Request]*held
+	pending map[Change]*held
 }
 
 // held is one object's pending changes.
@@ -33,15 +33,15 @@ type held struct {
 type adder interface{ Add(Request) }
 
 func newDebouncer(window, max time.Duration) *debouncer {
-	return &debouncer{window: window, max: max, now: time.Now, pending: map[Request]*held{}}
+	return &debouncer{window: window, max: max, now: time.Now, pending: map[Change]*held{}}
 }
 
 // Add holds req until its changes are quiet, then adds it to q.
-func (d *debouncer) Add(req Request, q adder) { d.AddHeld(req, q, 0) }
+func (d *debouncer) Add(req Change, q adder) { d.AddHeld(req, q, 0) }
 
 // AddHeld is Add, holding req at least hold after its first change (a
 // ReloadPolicy's coalesce), quiet or not.
-func (d *debouncer) AddHeld(req Request, q adder, hold time.Duration) {
+func (d *debouncer) AddHeld(req Change, q adder, hold time.Duration) {
 	if d.window <= 0 && hold <= 0 {
 		q.Add(req)
 		return
@@ -68,7 +68,7 @@ func (d *debouncer) AddHeld(req Request, q adder, hold time.Duration) {
 
 // fire hands req to the queue if it is due, or waits again if a later change
 // moved its due time.
-func (d *debouncer) fire(req Request) {
+func (d *debouncer) fire(req Change) {
 	d.mu.Lock()
 	h := d.pending[req]
 	if h == nil {

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 type recorded struct {
@@ -34,7 +36,7 @@ func (r *recorded) count(req Request) int {
 func TestDebounceBurst(t *testing.T) {
 	q := &recorded{}
 	d := newDebouncer(100*time.Millisecond, time.Hour)
-	a, b := Request{Kind: "ConfigMap", Namespace: "ns", Name: "a"}, Request{Kind: "Secret", Namespace: "ns", Name: "a"}
+	a, b := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}, Change{object.Ref{Kind: "Secret", Namespace: "ns", Name: "a"}}
 	for range 10 {
 		d.Add(a, q)
 		d.Add(b, q)
@@ -60,7 +62,7 @@ func TestDebounceBurst(t *testing.T) {
 func TestDebounceMax(t *testing.T) {
 	q := &recorded{}
 	d := newDebouncer(time.Hour, 100*time.Millisecond)
-	a := Request{Kind: "ConfigMap", Namespace: "ns", Name: "a"}
+	a := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
 	deadline := time.Now().Add(5 * time.Second)
 	for q.count(a) < 2 && time.Now().Before(deadline) {
 		d.Add(a, q)
@@ -77,7 +79,7 @@ func TestDebounceMax(t *testing.T) {
 // TestDebounceOff: no window adds at once.
 func TestDebounceOff(t *testing.T) {
 	q := &recorded{}
-	a := Request{Kind: "ConfigMap", Namespace: "ns", Name: "a"}
+	a := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
 	newDebouncer(0, 0).Add(a, q)
 	if q.count(a) != 1 {
 		t.Fatal("not added at once")

@@ -16,6 +16,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
@@ -110,8 +111,8 @@ func (h *configHandler) delete(_ context.Context, e event.TypedDeleteEvent[clien
 	h.log.V(1).Info("Deleted; workloads using it keep running", "object", h.request(e.Object).String(), "reason", plan.SkipConfigDeleted)
 }
 
-func (h *configHandler) request(obj client.Object) Request {
-	return Request{Kind: string(h.kind), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+func (h *configHandler) request(obj client.Object) Change {
+	return Change{object.Ref{Kind: string(h.kind), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
 
 // readChanged tells whether what watcher reads of a ConfigMap or Secret
@@ -140,14 +141,14 @@ func without(m map[string]string, key string) map[string]string {
 // processed, so the map holds at most the queue's objects.
 type changeKinds struct {
 	mu   sync.Mutex
-	meta map[Request]bool
+	meta map[Change]bool
 }
 
-func newChangeKinds() *changeKinds { return &changeKinds{meta: map[Request]bool{}} }
+func newChangeKinds() *changeKinds { return &changeKinds{meta: map[Change]bool{}} }
 
 // metadata notes a metadata-only change of req, unless a data change of
 // it waits.
-func (c *changeKinds) metadata(req Request) {
+func (c *changeKinds) metadata(req Change) {
 	if c == nil {
 		return
 	}
@@ -159,7 +160,7 @@ func (c *changeKinds) metadata(req Request) {
 }
 
 // data notes a data change of req.
-func (c *changeKinds) data(req Request) {
+func (c *changeKinds) data(req Change) {
 	if c == nil {
 		return
 	}
@@ -170,7 +171,7 @@ func (c *changeKinds) data(req Request) {
 
 // take tells whether the change of req being processed is of metadata
 // only, and forgets it.
-func (c *changeKinds) take(req Request) bool {
+func (c *changeKinds) take(req Change) bool {
 	if c == nil {
 		return false
 	}

@@ -21,7 +21,7 @@ const heldRecheck = 10 * time.Second
 // workload again at start).
 type pendingLocks struct {
 	mu    sync.Mutex
-	locks map[Request]pendingLock
+	locks map[Change]pendingLock
 }
 
 type pendingLock struct {
@@ -33,13 +33,13 @@ func newPendingLocks(l lock.Locker) *pendingLocks {
 	if _, local := l.(lock.Local); local || l == nil {
 		return nil
 	}
-	return &pendingLocks{locks: map[Request]pendingLock{}}
+	return &pendingLocks{locks: map[Change]pendingLock{}}
 }
 
 // take returns the lock kept for req's change id, if any. A lock kept for
 // an older version of the object is released as done: the newer version
 // is processed now, with the newest content.
-func (p *pendingLocks) take(req Request, id string) (lock.Lock, lock.Outcome, error) {
+func (p *pendingLocks) take(req Change, id string) (lock.Lock, lock.Outcome, error) {
 	if p == nil {
 		return nil, 0, nil
 	}
@@ -58,14 +58,14 @@ func (p *pendingLocks) take(req Request, id string) (lock.Lock, lock.Outcome, er
 }
 
 // keep keeps the lock l of req's change id.
-func (p *pendingLocks) keep(req Request, id string, l lock.Lock) {
+func (p *pendingLocks) keep(req Change, id string, l lock.Lock) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.locks[req] = pendingLock{id: id, lock: l}
 }
 
 // drop forgets req's kept lock (released by the caller).
-func (p *pendingLocks) drop(req Request) {
+func (p *pendingLocks) drop(req Change) {
 	if p == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // fakeLock records how it was released.
@@ -25,7 +26,7 @@ func TestPendingLocks(t *testing.T) {
 		t.Fatal("the local locker keeps locks")
 	}
 	p := newPendingLocks(sharedLocker{})
-	req := Request{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	req := Change{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}
 	if l, _, _ := p.take(req, "v1"); l != nil {
 		t.Fatal("a lock taken before any was kept")
 	}

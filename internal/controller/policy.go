@@ -45,7 +45,7 @@ var _ source.TypedSyncingSource[Request] = policySource{}
 func (s policySource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
 	s.p.Watcher.OnChange(func(name string, keys []workload.Key) {
 		for _, k := range keys {
-			q.Add(Request{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name})
+			q.Add(Workload{k})
 		}
 		if s.p.Status != nil && name != "" {
 			s.p.Status.Enqueue(name)

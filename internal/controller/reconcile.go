@@ -60,11 +60,14 @@ type Reconciler struct {
 
 // Reconcile processes one request: a changed object or a workload.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
-	if req.IsChange() {
+	switch req := req.(type) {
+	case Change:
 		return r.processChange(ctx, req)
+	case Workload:
+		_, err := r.reconcileWorkload(ctx, req.Ref)
+		return reconcile.Result{}, err
 	}
-	_, err := r.reconcileWorkload(ctx, req.Workload())
-	return reconcile.Result{}, err
+	return reconcile.Result{}, nil
 }
 
 // conflictRetries is how many times a workload is read again and decided

@@ -38,48 +38,43 @@ import (
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/sealed"
+	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// Request is an item of the work queue: a workload to reconcile, or a
-// ConfigMap or Secret whose data changed. Items name objects, never
-// changes: the queue holds at most one item per object, however many times
-// it changes, and what changed (its resourceVersion, its keys) is read when
-// the item is processed.
-type Request struct {
-	// Kind is a workload kind, or ConfigMap or Secret.
-	Kind      string
-	Namespace string
-	Name      string
+// Request is an item of the work queue: a Change or a Workload. Items name
+// objects, never versions: the queue holds at most one item per object,
+// however many times it changes, and what changed (its resourceVersion,
+// its keys) is read when the item is processed.
+type Request interface {
+	// String names the object in logs: "Kind namespace/name".
+	String() string
+	request()
 }
 
-// IsChange tells a change of a ConfigMap or Secret from a workload.
-func (r Request) IsChange() bool {
-	return r.Kind == string(refs.ConfigMap) || r.Kind == string(refs.Secret)
-}
+// Change is a ConfigMap or Secret whose data (or, for its users' records,
+// labels or annotations) changed: its users are decided on the replica
+// that takes the change's lock.
+type Change struct{ object.Ref }
 
-// Workload returns the workload key of a workload request.
-func (r Request) Workload() workload.Key {
-	return workload.Key{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-}
+// Workload is a workload to reconcile.
+type Workload struct{ object.Ref }
 
-// String names the request in logs: "Kind namespace/name".
-func (r Request) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+func (Change) request()   {}
+func (Workload) request() {}
 
 // Config is what the controller needs from watcher's options.
 type Config struct {
-	// Annotation is the opt-out annotation key.
-	Annotation string
-	// Discovery is plan.DiscoveryAll or plan.DiscoveryAnnotated.
-	Discovery string
-	// RestartOnCreate and ReloadOnDelete: see plan.Input.
-	RestartOnCreate, ReloadOnDelete bool
+	// Settings are the installation's settings that decide (the opt-out
+	// annotation, discovery, reload on create and delete): the rules are
+	// built from them (Settings.Rules), as the explain command builds its
+	// own.
+	settings.Settings
 	// Coalesce is the quiet time after which a changed object is handled,
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
@@ -136,7 +131,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		cfg.Locker = lock.Local{}
 	}
 	if cfg.Resolver == nil {
-		cfg.Resolver = resolve.New(resolve.Options{})
+		cfg.Resolver = cfg.Settings.Resolver(nil)
 	}
 	if cfg.Strategy == nil {
 		cfg.Strategy = restart.Default
@@ -151,7 +146,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		Recorder: mgr.GetEventRecorder("watcher"),
 		Config:   cfg,
 		resolve:  cfg.Resolver,
-		rules:    plan.NewChain(plan.Options{OptOutAnnotation: cfg.Annotation, Discovery: cfg.Discovery}),
+		rules:    cfg.Settings.Rules(),
 	}
 	r.changedBy = newChangedBy()
 	if cfg.DryRun {
@@ -177,9 +172,10 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}).
 		WithLogConstructor(func(req *Request) logr.Logger {
 			log := mgr.GetLogger().WithValues("controller", "watcher")
-			if req != nil && req.IsChange() {
+			switch req := derefRequest(req).(type) {
+			case Change:
 				log = log.WithValues("object", req.String())
-			} else if req != nil {
+			case Workload:
 				log = log.WithValues("workload", req.String())
 			}
 			return log
@@ -200,9 +196,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
-		func(_ context.Context, k object.Ref) []Request {
-			return []Request{{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}}
-		})))
+		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
@@ -274,8 +268,16 @@ var _ source.TypedSyncingSource[Request] = (*syncingInformer)(nil)
 // generation or annotations change (new references, opt-out).
 func workloadHandler(kind string) handler.TypedEventHandler[client.Object, Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []Request {
-		return []Request{{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+		return []Request{Workload{object.Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}}
 	})
+}
+
+// derefRequest is *req, nil for a nil req.
+func derefRequest(req *Request) Request {
+	if req == nil {
+		return nil
+	}
+	return *req
 }
 
 // isClosed tells whether ch is closed.

@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -52,7 +53,7 @@ func TestVerifyRestarts(t *testing.T) {
 	}
 	apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
 	r := &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
-		Config: Config{Annotation: "require-restart", Hasher: hasher}, resolve: resolve.New(resolve.Options{})}
+		Config: Config{Settings: settings.Settings{Annotation: "require-restart"}, Hasher: hasher}, resolve: resolve.New(resolve.Options{})}
 	key := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 
 	// The store alone says restart: the scenario is real.

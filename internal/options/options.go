@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/watcher-dev/watcher/internal/settings"
 )
 
 // DefaultIgnoredNamespaces are the namespaces whose ConfigMaps and Secrets
@@ -324,4 +326,22 @@ func (d duration) Set(v string) error {
 	}
 	*d.d = x
 	return nil
+}
+
+// Settings returns the settings that change what watcher decides: those the
+// controller publishes for the explain and graph commands (package
+// settings).
+func (o *Options) Settings() settings.Settings {
+	return settings.Settings{
+		Annotation:                o.Annotation,
+		Discovery:                 o.Discovery,
+		Namespaces:                o.Namespaces,
+		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
+		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
+		WorkloadSelector:          o.WorkloadSelector,
+		ConfigSelector:            o.ConfigSelector,
+		RestartOnCreate:           o.RestartOnCreate,
+		ReloadOnDelete:            o.ReloadOnDelete,
+		HashKeySecret:             o.HashKeySecret,
+	}
 }

@@ -47,6 +47,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (include "watcher.fullname" .) .Values.lock.leaseName }}
 {{- end }}
 
+{{/*
+The ConfigMap in which watcher publishes its settings for explain and
+graph: LEASE_NAME-settings, where LEASE_NAME is set in the lease mode only
+(else watcher's default, "watcher").
+*/}}
+{{- define "watcher.settingsName" -}}
+{{- if eq .Values.lock.mode "lease" }}{{ include "watcher.leaseName" . }}{{ else }}watcher{{ end }}-settings
+{{- end }}
+
 {{/* The hash key Secret's name. */}}
 {{- define "watcher.hashKeySecret" -}}
 {{- default (printf "%s-hash-key" (include "watcher.fullname" .)) .Values.lock.hashKeySecret }}
