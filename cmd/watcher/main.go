@@ -20,8 +20,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/app"
+	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 

@@ -95,4 +95,6 @@ func TestRulesAndSelectors(t *testing.T) {
 	}
 }
 
-func metaOf(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "watcher", Name: name} }
+func metaOf(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: "watcher", Name: name}
+}
