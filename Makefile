@@ -9,10 +9,14 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # controller-gen, run by `go run` at this version like staticcheck: it writes
 # the CRDs and deepcopy code of api/. Its k8s.io modules should match go.mod's.
 CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# gci, run by `go run` like staticcheck: `make lint` fails on imports not in
+# three groups (standard library, third party, this module), in that order.
+GCI ?= github.com/daixiang0/gci@v0.14.0
+GCI_SECTIONS = -s standard -s default -s "prefix(github.com/watcher-dev/watcher)" --skip-generated
 # How long `make fuzz` runs each fuzz test.
 FUZZTIME ?= 10s
 
-.PHONY: help build test unit lint fuzz demo run bench controlplane deps clean generate verify-generate
+.PHONY: help build test unit integration e2e install-tests lint imports fuzz demo run bench controlplane deps clean generate verify-generate
 .PHONY: manifests verify-manifests image
 
 help: ## list the targets
@@ -29,10 +33,24 @@ test: build deps image ## run every test: unit, integration, end-to-end, install
 unit: ## run the unit tests only (no control plane)
 	$(GO) test -race -count=1 ./internal/...
 
-lint: ## gofmt, go vet and staticcheck
+integration: deps ## run the integration tests only (a real kube-apiserver and etcd, watcher in the test process)
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -race -count=1 -timeout 30m ./test/integration/...
+
+e2e: build deps ## run the end-to-end tests only (the built binary on a whole local control plane with kwok nodes)
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./test/e2e/...
+
+install-tests: build deps image ## run the install tests only (the Helm chart, the one-file manifests and the image)
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 30m ./test/install/...
+
+lint: ## gofmt, import grouping (gci), go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	@bad=$$($(GO) run $(GCI) list $(GCI_SECTIONS) $$(git ls-files '*.go')) || exit 1; \
+		test -z "$$bad" || { echo "$$bad"; echo "imports not grouped (standard, third party, this module): run make imports"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+imports: ## group the imports of every Go file: standard library, third party, this module
+	$(GO) run $(GCI) write $(GCI_SECTIONS) $$(git ls-files '*.go')
 
 generate: ## regenerate the CRDs (deploy/crds/) and deepcopy code from the types of api/
 	$(GO) run $(CONTROLLER_GEN) object paths=./api/... crd output:crd:dir=deploy/crds

@@ -2,10 +2,11 @@ package guard
 
 import (
 	"fmt"
-	"github.com/watcher-dev/watcher/internal/object"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Budget holds the restarts of a workload beyond Max in any Window: the

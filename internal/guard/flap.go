@@ -2,10 +2,11 @@ package guard
 
 import (
 	"fmt"
-	"github.com/watcher-dev/watcher/internal/object"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Flaps finds ConfigMaps and Secrets that keep changing. A source that

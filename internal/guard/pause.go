@@ -2,9 +2,10 @@ package guard
 
 import (
 	"fmt"
-	"github.com/watcher-dev/watcher/internal/object"
 	"sync"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Pauses holds the restarts of a workload that has a pause period

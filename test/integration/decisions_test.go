@@ -3,9 +3,8 @@ package integration
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/watcher-dev/watcher/internal/options"
