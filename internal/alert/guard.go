@@ -1,6 +1,9 @@
 package alert
 
-import "github.com/watcher-dev/watcher/internal/object"
+import (
+	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/object"
+)
 
 // guardEvents maps the event types of the restart guards (held, flapping,
 // rollout-failed; package guard) to alert events. Releases are not
@@ -31,4 +34,16 @@ func FromGuard(typ string, workload, source object.Ref, reason, message string) 
 // ObjectOf returns the alert's Object of ref.
 func ObjectOf(ref object.Ref) Object {
 	return Object{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+}
+
+// FromRestart returns the alert of a restart watcher made, from what is
+// said of it (package cause), so that the alert and the Event tell the same
+// facts.
+func FromRestart(said cause.Restart) Alert {
+	w := ObjectOf(said.Workload)
+	a := Alert{Event: Restart, Workload: &w}
+	for _, c := range said.Changes {
+		a.Sources = append(a.Sources, Source{Object: ObjectOf(c.Source), Keys: c.Keys, SealedSecret: c.SealedSecret, ChangedBy: c.ChangedBy})
+	}
+	return a
 }

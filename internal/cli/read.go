@@ -21,11 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
-	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -198,6 +200,9 @@ func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name str
 		return cfg
 	}
 	cfg.Found, cfg.Annotations, cfg.Labels = true, obj.GetAnnotations(), obj.GetLabels()
+	cfg.SealedSecret = sealed.Owner(obj)
+	ws := attribution.Of(obj)
+	cfg.ChangedBy = attribution.Changed(ws, ws) // none moved: the newest writers
 	if content {
 		cfg.Keys = r.digest(obj)
 	}
@@ -255,10 +260,6 @@ func (r *reader) workloads(ctx context.Context, namespace string) ([]client.Obje
 	return out, nil
 }
 
-// restartReasons are the reasons of the Events that say a workload was
-// (or, in dry-run, would have been) restarted.
-var restartReasons = []string{controller.ReasonRestarted, controller.ReasonWouldRestart, controller.ReasonUpdatedOnDelete}
-
 // events returns the restarts of a workload from its events.k8s.io Events,
 // and a note when they cannot be read.
 func (r *reader) events(ctx context.Context, kind workload.Kind, namespace, name string) ([]explain.Event, []string) {
@@ -271,7 +272,7 @@ func (r *reader) events(ctx context.Context, kind workload.Kind, namespace, name
 	}
 	var out []explain.Event
 	for _, e := range list.Items {
-		if !slices.Contains(restartReasons, e.Reason) {
+		if !slices.Contains(cause.Reasons, e.Reason) {
 			continue
 		}
 		ev := explain.Event{Reason: e.Reason, Note: e.Note, Time: e.EventTime.Time, Count: 1}

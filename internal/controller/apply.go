@@ -17,7 +17,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -29,7 +28,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	log := ctrl.LoggerFrom(ctx)
 	for _, c := range p.Ignored {
 		_, rule := in.Rules.Evaluate(in, c.Ref)
-		log.V(1).Info("Change ignored: the object opted out", "source", describe(key.Namespace, c.Ref), "reason", rule)
+		log.V(1).Info("Change ignored: the object opted out", "source", c.Ref.Object(key.Namespace).String(), "reason", rule)
 	}
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
@@ -70,28 +69,15 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	case plan.Refresh:
 		log.V(1).Info("Record refreshed, nothing restarted")
 	case plan.Restart:
-		var why, notes, owners []string
-		var by [][]string
-		for _, c := range p.Changes {
-			owner, who := r.sealedOwner(key.Namespace, c.Ref), r.writers(key.Namespace, c.Ref)
-			owners, by = append(owners, owner), append(by, who)
-			why = append(why, describe(key.Namespace, c.Ref)+fromSealed(key.Namespace, owner)+" changed (keys: "+keyList(c.Keys, ",")+")"+byWriters(who))
-			notes = append(notes, fmt.Sprintf("%s %s%s changed (keys: %s; %s→%s)%s", c.Ref.Kind, c.Ref.Name, fromSealed("", owner), keyList(c.Keys, ", "), c.Old, c.New, byWriters(who)))
-		}
+		said := r.cause(key, p.Changes)
+		said.OnDelete = onDelete
+		r.announce(ctx, obj, said, p.Record.RestartID(), strategy.Name())
 		if onDelete != "" {
 			// The template changed, but the workload's controller replaces
-			// no pod until it is deleted: no restart to count or announce.
-			metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
-			log.Info("Template updated; pods pick up the change only when deleted", "because", strings.Join(why, ", "), "updateStrategy", onDelete, "reason", plan.SkipOnDelete)
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonUpdatedOnDelete, "Restart", "%s",
-				note.Join("Template updated, but pods pick up the change only when deleted ("+onDelete+"): ", notes))
+			// no pod until it is deleted: no restart to count.
 			return nil
 		}
-		metrics.Restarts.WithLabelValues(key.Kind).Inc()
-		log.Info("restarted "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "strategy", strategy.Name())
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s", note.Join("Restarted because ", notes))
 		r.restartedForPolicies(applied, key, p)
-		r.notifyRestart(key, p.Changes, owners, by)
 		r.trigger(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
@@ -109,13 +95,10 @@ func (r *Reconciler) strategy(ctx context.Context, obj client.Object, def restar
 	return s
 }
 
-// Event reasons.
+// Event reasons (those of restarts are package cause's).
 const (
-	ReasonRestarted       = "Restarted"
-	ReasonUpdatedOnDelete = "UpdatedOnDelete"
-	ReasonMissingKey      = "MissingKey"
-	ReasonWriteFailed     = "WriteFailed"
-	ReasonWouldRestart    = "WouldRestart"
+	ReasonMissingKey  = "MissingKey"
+	ReasonWriteFailed = "WriteFailed"
 )
 
 // missing says that a restart is held because keys the pods need are gone.
@@ -127,7 +110,7 @@ func (r *Reconciler) missing(ctx context.Context, key workload.Key, obj client.O
 		} else {
 			notes = append(notes, fmt.Sprintf("%s %s has no key %s", m.Ref.Kind, m.Ref.Name, strings.Join(m.Keys, ", ")))
 		}
-		ctrl.LoggerFrom(ctx).Info("Not restarting: a key the pods need is missing", "source", describe(key.Namespace, m.Ref), "keys", m.Keys, "reason", plan.SkipMissingKey)
+		ctrl.LoggerFrom(ctx).Info("Not restarting: a key the pods need is missing", "source", m.Ref.Object(key.Namespace).String(), "keys", m.Keys, "reason", plan.SkipMissingKey)
 	}
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonMissingKey, "Restart", "%s",
 		note.Join("Not restarting until it is back, new pods could not start: ", notes))
@@ -146,19 +129,6 @@ func (r *Reconciler) patchFailed(ctx context.Context, key workload.Key, obj clie
 	ctrl.LoggerFrom(ctx).Error(err, "The API server refuses the record; not retrying")
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Record", "%s", note.Truncate("Cannot record the configuration hashes: "+err.Error()))
 	return reconcile.TerminalError(err)
-}
-
-// keyList joins keys, or says that they were not recorded one by one.
-func keyList(keys []string, sep string) string {
-	if keys == nil {
-		return "not listed, recorded as one digest"
-	}
-	return strings.Join(keys, sep)
-}
-
-// describe names a referenced object as "Kind namespace/name".
-func describe(namespace string, ref refs.Ref) string {
-	return string(ref.Kind) + " " + namespace + "/" + ref.Name
 }
 
 // patchFor builds the one patch for p: the record and the ID of its hash

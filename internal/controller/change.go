@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -166,12 +165,8 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	if len(keys) > 0 {
-		msg := req.String() + " changed, keys: " + strings.Join(keys, ",")
 		by := r.writers(req.Namespace, refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name})
-		if len(by) > 0 {
-			msg += "," + byWriters(by)
-		}
-		log.Info(msg, "object", req.String(), "keys", keys, "changedBy", by)
+		log.Info("Changed", "object", req.String(), "keys", keys, "changedBy", by)
 	} else {
 		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users), "metadataOnly", meta)
 	}

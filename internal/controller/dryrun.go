@@ -2,16 +2,11 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/metrics"
-	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -86,20 +81,7 @@ func (r *Reconciler) dryApply(ctx context.Context, d *dryRun, key workload.Key, 
 		log.V(1).Info("Dry run: would write the record, restarting nothing", "action", p.Action.String())
 		return
 	}
-	var why, notes []string
-	for _, c := range p.Changes {
-		why = append(why, describe(key.Namespace, c.Ref)+" changed (keys: "+keyList(c.Keys, ",")+")")
-		notes = append(notes, fmt.Sprintf("%s %s changed (keys: %s; %s→%s)", c.Ref.Kind, c.Ref.Name, keyList(c.Keys, ", "), c.Old, c.New))
-	}
-	if onDelete := workload.OnDelete(obj); onDelete != "" {
-		metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
-		log.Info("would update the template of "+key.String()+" because "+strings.Join(why, ", ")+"; pods pick up the change only when deleted",
-			"updateStrategy", onDelete, "dryRun", true)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldRestart, "DryRun", "%s",
-			note.Join("Dry run, nothing written: would update the template (pods pick up the change only when deleted, "+onDelete+") because ", notes))
-		return
-	}
-	metrics.WouldRestart.WithLabelValues(key.Kind).Inc()
-	log.Info("would restart "+key.String()+" because "+strings.Join(why, ", "), "restartedFor", p.Record.RestartID(), "dryRun", true)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonWouldRestart, "DryRun", "%s", note.Join("Dry run, nothing written: would restart because ", notes))
+	said := r.cause(key, p.Changes)
+	said.OnDelete, said.DryRun = workload.OnDelete(obj), true
+	r.announce(ctx, obj, said, p.Record.RestartID(), "")
 }

@@ -8,12 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -47,7 +50,11 @@ func TestDryApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rcd := events.NewFakeRecorder(10)
-			r := &Reconciler{Recorder: rcd, dry: newDryRun()}
+			st, err := store.New(kubefake.NewClientset(), store.Options{Hasher: hash.NewHasher([]byte("0123456789abcdef0123"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Reconciler{Recorder: rcd, Store: st, dry: newDryRun()}
 			kind, _ := workload.Of(tt.obj)
 			key := workload.Key{Kind: kind.Name(), Namespace: "shop", Name: tt.obj.GetName()}
 			counter := metrics.WouldRestart.WithLabelValues(key.Kind)

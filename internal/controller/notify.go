@@ -4,8 +4,12 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -28,33 +32,44 @@ func (r *Reconciler) sealedOwner(namespace string, ref refs.Ref) string {
 	return sealed.Owner(obj)
 }
 
-// fromSealed says where a Secret came from: " (from SealedSecret
-// namespace/name)", without the namespace if it is empty; "" for no
-// SealedSecret.
-func fromSealed(namespace, name string) string {
-	if name == "" {
-		return ""
-	}
-	if namespace != "" {
-		name = namespace + "/" + name
-	}
-	return " (from SealedSecret " + name + ")"
-}
-
-// notifyRestart sends the restart alert of key for changes, each made
-// from the SealedSecret in owners and by the managers in by.
-func (r *Reconciler) notifyRestart(key workload.Key, changes []plan.Change, owners []string, by [][]string) {
-	if r.Config.Alerts == nil {
-		return
-	}
-	a := alert.Alert{Event: alert.Restart, Workload: &alert.Object{Kind: key.Kind, Namespace: key.Namespace, Name: key.Name}}
-	for i, c := range changes {
-		a.Sources = append(a.Sources, alert.Source{
-			Object: alert.Object{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name},
-			Keys:   c.Keys, SealedSecret: owners[i], ChangedBy: by[i],
+// cause says the restart of key for changes: each with the SealedSecret
+// it was made from and who changed it, as the store knows them.
+func (r *Reconciler) cause(key workload.Key, changes []plan.Change) cause.Restart {
+	said := cause.Restart{Workload: key}
+	for _, c := range changes {
+		said.Changes = append(said.Changes, cause.Change{
+			Source: c.Ref.Object(key.Namespace), Keys: c.Keys, Old: c.Old, New: c.New,
+			SealedSecret: r.sealedOwner(key.Namespace, c.Ref), ChangedBy: r.writers(key.Namespace, c.Ref),
 		})
 	}
-	r.Config.Alerts.Notify(a)
+	return said
+}
+
+// announce says a restart (made, or would-be in dry-run) once, from said
+// alone: the log line, the Event on obj, the metric and, for a restart
+// made, the alert.
+func (r *Reconciler) announce(ctx context.Context, obj client.Object, said cause.Restart, restartedFor, strategy string) {
+	kv := append(said.KeysAndValues(), "restartedFor", restartedFor)
+	if !said.DryRun {
+		kv = append(kv, "strategy", strategy)
+	}
+	ctrl.LoggerFrom(ctx).Info(said.Message(), kv...)
+	action := "Restart"
+	if said.DryRun {
+		action = "DryRun"
+	}
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, said.Reason(), action, "%s", said.Note())
+	switch {
+	case said.OnDelete != "":
+		metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
+	case said.DryRun:
+		metrics.WouldRestart.WithLabelValues(said.Workload.Kind).Inc()
+	default:
+		metrics.Restarts.WithLabelValues(said.Workload.Kind).Inc()
+		if r.Config.Alerts != nil {
+			r.Config.Alerts.Notify(alert.FromRestart(said))
+		}
+	}
 }
 
 // claimer returns the function that tells whether this replica reports a

@@ -114,6 +114,11 @@ type Config struct {
 	// are empty when Settings.HashKeyID is. Nil for a graph, which reads
 	// metadata only.
 	Keys map[string]string
+	// SealedSecret is the SealedSecret a Secret was made from, if any;
+	// ChangedBy are the newest writers of its data (what they claim), for
+	// saying a change as the controller says it (package cause).
+	SealedSecret string
+	ChangedBy    []string
 	// Annotations and Labels are the object's, for the rules and the
 	// config selector.
 	Annotations, Labels map[string]string

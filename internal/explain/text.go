@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/cause"
 )
 
 // WriteJSON writes v (a report or a Graph) as indented JSON.
@@ -28,10 +30,10 @@ func (r WorkloadReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "Rolls:\tonly when pods are deleted (%s)\n", r.OnDelete)
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(tw, "Changed:\t%s %s, keys: %s\n", c.Kind, c.Name, keyList(c.Keys))
+		fmt.Fprintf(tw, "Changed:\t%s %s, keys: %s\n", c.Kind, c.Name, cause.KeyList(c.Keys))
 	}
 	for _, c := range r.Ignored {
-		fmt.Fprintf(tw, "Ignored:\t%s %s, keys: %s (rule %s)\n", c.Kind, c.Name, keyList(c.Keys), c.Rule)
+		fmt.Fprintf(tw, "Ignored:\t%s %s, keys: %s (rule %s)\n", c.Kind, c.Name, cause.KeyList(c.Keys), c.Rule)
 	}
 	for _, m := range r.Missing {
 		if len(m.Keys) == 0 {

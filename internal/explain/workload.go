@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -75,6 +77,9 @@ type Change struct {
 	Kind string   `json:"kind"`
 	Name string   `json:"name"`
 	Keys []string `json:"keys"`
+	// SealedSecret and ChangedBy: see Config.
+	SealedSecret string   `json:"sealedSecret,omitempty"`
+	ChangedBy    []string `json:"changedBy,omitempty"`
 	// Rule, for an ignored change, is the rule that ignored it.
 	Rule string `json:"rule,omitempty"`
 }
@@ -176,7 +181,8 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	p := plan.Decide(in)
 	rep.Action, rep.Pending = p.Action.String(), p.Action == plan.Restart && rep.Watched
 	for _, c := range p.Changes {
-		rep.Changes = append(rep.Changes, Change{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Keys: c.Keys})
+		cfg := w.Configs[c.Ref.ID()]
+		rep.Changes = append(rep.Changes, Change{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Keys: c.Keys, SealedSecret: cfg.SealedSecret, ChangedBy: cfg.ChangedBy})
 	}
 	for _, c := range p.Ignored {
 		_, rule := in.Rules.Evaluate(in, c.Ref)
@@ -300,9 +306,12 @@ func hashes(in plan.Input, u Use) []KeyHash {
 
 // status says in one sentence what watcher would do with the workload.
 func status(rep WorkloadReport, p plan.Plan) string {
-	var why []string
+	said := cause.Restart{Workload: object.Ref{Kind: rep.Kind, Namespace: rep.Namespace, Name: rep.Name}, OnDelete: rep.OnDelete}
 	for _, c := range rep.Changes {
-		why = append(why, fmt.Sprintf("%s %s changed (keys: %s)", c.Kind, c.Name, keyList(c.Keys)))
+		said.Changes = append(said.Changes, cause.Change{
+			Source: object.Ref{Kind: c.Kind, Namespace: rep.Namespace, Name: c.Name}, Keys: c.Keys,
+			SealedSecret: c.SealedSecret, ChangedBy: c.ChangedBy,
+		})
 	}
 	switch {
 	case !rep.Watched:
@@ -311,10 +320,8 @@ func status(rep WorkloadReport, p plan.Plan) string {
 		return "cannot tell whether a restart is pending: " + unknownWhy(rep)
 	case len(p.Missing) > 0:
 		return "restart held: a key the pods need is missing"
-	case p.Action == plan.Restart && rep.OnDelete != "":
-		return "template update pending (pods roll only when deleted, " + rep.OnDelete + ") because " + strings.Join(why, ", ")
 	case p.Action == plan.Restart:
-		return "restart pending because " + strings.Join(why, ", ")
+		return said.Sentence(true)
 	case p.Action == plan.Adopt && rep.Record == RecordOtherKey:
 		return "recorded with another hash key: watcher adopts it again (records the current hashes), no restart"
 	case p.Action == plan.Adopt:
@@ -353,11 +360,4 @@ func restarts(evs []Event) []Event {
 		out = []Event{}
 	}
 	return out[:min(len(out), MaxRestarts)]
-}
-
-func keyList(keys []string) string {
-	if keys == nil {
-		return "not listed, recorded as one digest"
-	}
-	return strings.Join(keys, ", ")
 }

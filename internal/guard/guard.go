@@ -31,9 +31,10 @@
 //	Rollouts        wave            Max rollouts are in progress, or       a rollout finishing or failing
 //	                                others wait ahead in the wave
 //
-// A gate is anything with Check(Request) Verdict. Adding one (the
-// maintenance window of a ReloadPolicy, say) is one type and one entry in
-// the chain the controller builds (controller/hold.go, newGates); put it
+// A gate is anything with Check(Request) Verdict. Adding one is one type
+// and one entry in the chain package hold builds (hold.New: the gates of
+// hold.Config.Gates, such as a ReloadPolicy's maintenance window, then
+// Pauses, Flaps, Budget, Rollouts.FailedGate and Rollouts); put it
 // before the wave gate, which reserves a slot when it admits. A gate that
 // keeps state about restarts implements Committer (told once the restart
 // is written) and, if it reserves or queues something in Check, Canceller

@@ -5,11 +5,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-)
 
-// AlertSinks are the values of --alert-sink (ALERT_SINK), the default
-// last: the sinks of package alert.
-var AlertSinks = []string{"slack", "teams", "gchat", "webhook"}
+	"github.com/watcher-dev/watcher/internal/alert"
+)
 
 // Alerts are the alert settings: Reloader's ALERT_* variables, and the
 // switches of the alerts Reloader does not have.
@@ -18,7 +16,7 @@ type Alerts struct {
 	// OnHeld, OnFlapping and OnFailedRollout on held restarts, flapping
 	// sources and failed rollouts.
 	OnReload, OnHeld, OnFlapping, OnFailedRollout bool
-	// Sink is one of AlertSinks.
+	// Sink is one of alert.Sinks.
 	Sink string
 	// WebhookURL is where alerts go; never printed. WebhookURLSecret, in
 	// its place, names a key of a Secret holding it: "namespace/name:key".
@@ -44,7 +42,7 @@ func (o *Options) bindAlerts(fs *pflag.FlagSet, bind func(v pflag.Value, name, e
 	for _, name := range []string{"alert-on-reload", "alert-on-held", "alert-on-flapping", "alert-on-failed-rollout"} {
 		fs.Lookup(name).NoOptDefVal = "true"
 	}
-	bind(oneOf{&a.Sink, AlertSinks}, "alert-sink", "ALERT_SINK", "where alerts go: slack, teams, gchat or webhook (plain JSON)")
+	bind(oneOf{&a.Sink, alert.Sinks}, "alert-sink", "ALERT_SINK", "where alerts go: slack, teams, gchat or webhook (plain JSON)")
 	bind(secret{&a.WebhookURL}, "alert-webhook-url", "ALERT_WEBHOOK_URL", "URL alerts are posted to (never printed)")
 	bind((*stringValue)(&a.WebhookURLSecret), "alert-webhook-url-secret", "ALERT_WEBHOOK_URL_SECRET", "in place of --alert-webhook-url: the key of a Secret holding the URL, as namespace/name:key, read at start and on every change")
 	bind((*stringValue)(&a.AdditionalInfo), "alert-additional-info", "ALERT_ADDITIONAL_INFO", "text added to every alert, such as the cluster's name")

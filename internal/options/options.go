@@ -13,6 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/settings"
 )
 
@@ -66,7 +69,7 @@ type Options struct {
 	// Workers is the number of workloads handled in parallel.
 	Workers int
 	// RestartStrategy is how a restart is written (see package restart),
-	// one of RestartStrategies; a workload's annotation
+	// one of restart.Names(); a workload's annotation
 	// watcher.dev/restart-strategy overrides it.
 	RestartStrategy string
 
@@ -141,16 +144,6 @@ const (
 	LockNone  = "none"
 )
 
-// RestartStrategies are the values of --restart-strategy, the default
-// first: the names of package restart's strategies.
-var RestartStrategies = []string{"annotation", "env"}
-
-// The discovery modes (see plan.DiscoveryAll and plan.DiscoveryAnnotated).
-const (
-	DiscoveryAll       = "all"
-	DiscoveryAnnotated = "annotated"
-)
-
 // Lease holds the leader-election settings.
 type Lease struct {
 	Name          string
@@ -185,11 +178,11 @@ func Defaults() *Options {
 		IgnoreConfigMapNamespaces: append([]string(nil), DefaultIgnoredNamespaces...),
 		IgnoreSecretNamespaces:    append([]string(nil), DefaultIgnoredNamespaces...),
 		Annotation:                "require-restart",
-		Discovery:                 DiscoveryAll,
+		Discovery:                 plan.DiscoveryAll,
 		Coalesce:                  time.Second,
 		CoalesceMax:               30 * time.Second,
 		Workers:                   8,
-		RestartStrategy:           RestartStrategies[0],
+		RestartStrategy:           restart.Default.Name(),
 		RestartBudget:             Rate{Count: 5, Per: time.Hour},
 		FlapThreshold:             Rate{Count: 5, Per: 10 * time.Minute},
 		FlapQuiet:                 2 * time.Minute,
@@ -213,7 +206,7 @@ func Defaults() *Options {
 		CacheSyncTimeout: 10 * time.Minute,
 		HashKeySecret:    "watcher-hash-key",
 		Lock:             LockLease,
-		Alert:            Alerts{Sink: AlertSinks[len(AlertSinks)-1]},
+		Alert:            Alerts{Sink: alert.Sinks[len(alert.Sinks)-1]},
 		Lease:            Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}
 }
@@ -247,7 +240,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
-	bind(oneOf{&o.Discovery, []string{DiscoveryAll, DiscoveryAnnotated}}, "discovery", "DISCOVERY", `which workloads are restarted: all, or annotated (only those that opt in with watcher.dev/auto or a Reloader annotation)`)
+	bind(oneOf{&o.Discovery, []string{plan.DiscoveryAll, plan.DiscoveryAnnotated}}, "discovery", "DISCOVERY", `which workloads are restarted: all, or annotated (only those that opt in with watcher.dev/auto or a Reloader annotation)`)
 	bind(boolean{&o.RestartOnCreate}, "reload-on-create", "RELOAD_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
 	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "the same as --reload-on-create (RELOAD_ON_CREATE), its former name")
 	bind(boolean{&o.ReloadOnDelete}, "reload-on-delete", "RELOAD_ON_DELETE", "also restart when a ConfigMap or Secret a workload uses is deleted, if its pods can start without it")
@@ -261,7 +254,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload")
 	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
-	bind(oneOf{&o.RestartStrategy, RestartStrategies}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
+	bind(oneOf{&o.RestartStrategy, restart.Names()}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
 
 	bind(rate{&o.RestartBudget}, "restart-budget", "RESTART_BUDGET", "most restarts of one workload per period, such as 5/1h; more are held, then one rollout brings it to the latest content; 0: no limit")
 	bind(rate{&o.FlapThreshold}, "flap-threshold", "FLAP_THRESHOLD", "a ConfigMap or Secret changing more than this, such as 5/10m, is flapping: its restarts are held until it is quiet; 0: off")

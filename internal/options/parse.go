@@ -123,8 +123,14 @@ func shown(v pflag.Value, s string) string {
 // default.
 func Usage(w io.Writer, fs *pflag.FlagSet) {
 	fmt.Fprint(w, "Usage: watcher [flags]\n\n"+
-		"watcher restarts the Deployments, StatefulSets and DaemonSets that use a\n"+
-		"ConfigMap or Secret when its data changes.\n\n"+
+		"watcher restarts the workloads (Deployments, StatefulSets, DaemonSets,\n"+
+		"CronJobs, Argo Rollouts) that use a ConfigMap or Secret when the data\n"+
+		"they read changes, found from their pod specs with no annotation needed,\n"+
+		"behind restart guards (debounce, budget, flap hold, rollout waves) and\n"+
+		"ReloadPolicies; it reads Stakater Reloader's annotations too.\n\n"+
+		"Commands: watcher explain, watcher graph (what watcher would do and why,\n"+
+		"with the settings the running controller publishes), watcher key derive.\n"+
+		"Run `watcher explain --help` for theirs.\n\n"+
 		"Every flag can also be set through the environment variable shown;\n"+
 		"the command line wins over the environment.\n\nFlags:\n")
 	fs.VisitAll(func(f *pflag.Flag) {

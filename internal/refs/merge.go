@@ -1,9 +1,9 @@
 package refs
 
-// Merge returns the union of lists of references, one Ref per object,
-// sorted as FromPodSpec sorts them: an object read whole by any list is read
+// Merge returns the union of lists of references, one Ref per objectID,
+// sorted as FromPodSpec sorts them: an objectID read whole by any list is read
 // whole; otherwise its keys are the union of the keys, a key required when
-// any list requires it; the object is optional when every list says so.
+// any list requires it; the objectID is optional when every list says so.
 func Merge(lists ...[]Ref) []Ref {
 	c := collector{}
 	optional, required := true, false
@@ -31,9 +31,9 @@ func Merge(lists ...[]Ref) []Ref {
 // need marks the object kind/name as needed by a reference that is not
 // optional, whatever keys it reads.
 func (c collector) need(kind Kind, name string) {
-	if u := c[object{kind, name}]; u != nil {
+	if u := c[objectID{kind, name}]; u != nil {
 		u.needed = true
 		return
 	}
-	c[object{kind, name}] = &usage{keys: map[string]bool{}, needed: true}
+	c[objectID{kind, name}] = &usage{keys: map[string]bool{}, needed: true}
 }

@@ -30,6 +30,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Kind is the kind of a referenced object.
@@ -62,6 +64,12 @@ type Ref struct {
 
 // ID returns "Kind/name", the form used in records and messages.
 func (r Ref) ID() string { return string(r.Kind) + "/" + r.Name }
+
+// Object returns the object r names in namespace (refs name objects of
+// the workload's namespace).
+func (r Ref) Object(namespace string) object.Ref {
+	return object.Ref{Kind: string(r.Kind), Namespace: namespace, Name: r.Name}
+}
 
 // Uses reports whether a change to key affects a pod using r.
 func (r Ref) Uses(key string) bool {
@@ -103,12 +111,12 @@ type usage struct {
 	needed bool
 }
 
-type object struct {
+type objectID struct {
 	kind Kind
 	name string
 }
 
-type collector map[object]*usage
+type collector map[objectID]*usage
 
 // add records a reference to the object kind/name that reads keys, or
 // every key if there are none. optional is the reference's own field.
@@ -116,7 +124,7 @@ func (c collector) add(kind Kind, name string, optional *bool, keys ...string) {
 	if name == "" {
 		return
 	}
-	id := object{kind, name}
+	id := objectID{kind, name}
 	u := c[id]
 	if u == nil {
 		u = &usage{keys: map[string]bool{}}

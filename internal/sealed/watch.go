@@ -176,7 +176,7 @@ func (w *Watcher) report(ctx context.Context, old, cur any) {
 		list = "none"
 	}
 	metrics.SealedSecretChanges.WithLabelValues(event).Inc()
-	w.opts.Log.Info("SealedSecret "+name+" "+event+", keys: "+list, "sealedSecret", name, "event", event, "keys", keys)
+	w.opts.Log.Info("SealedSecret changed", "sealedSecret", name, "event", event, "keys", keys)
 	if w.opts.Recorder != nil {
 		reason := map[string]string{Created: ReasonCreated, Updated: ReasonUpdated, Deleted: ReasonDeleted}[event]
 		w.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Seal", "SealedSecret %s, keys: %s", event, strings.ReplaceAll(list, ",", ", "))

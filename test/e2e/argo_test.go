@@ -44,7 +44,7 @@ func TestArgoRollouts(t *testing.T) {
 	for _, r := range []string{"own", "by-ref"} {
 		waitRolledOut(t, ns, r, 1)
 	}
-	w := startWatcher(t, "watcher", ns)
+	startWatcher(t, "watcher", ns)
 	waitAdopted(t, own)
 	waitAdopted(t, base)
 
@@ -52,8 +52,8 @@ func TestArgoRollouts(t *testing.T) {
 	for _, r := range []string{"own", "by-ref"} {
 		waitRolledOut(t, ns, r, 2)
 	}
-	waitLog(t, w, "restarted Rollout "+ns+"/own because ConfigMap "+ns+"/cfg changed (keys: a)")
-	waitLog(t, w, "restarted Deployment "+ns+"/base because ConfigMap "+ns+"/cfg changed (keys: a)")
+	waitRestarted(t, ns, "own", "ConfigMap cfg changed (keys: a;")
+	waitRestarted(t, ns, "base", "ConfigMap cfg changed (keys: a;")
 	time.Sleep(2 * time.Second)
 	for _, r := range []string{"own", "by-ref"} {
 		NewWithT(t).Expect(rolloutReplicaSets(t, ns, r)).To(HaveLen(2), "Rollout %s rolled once", r)

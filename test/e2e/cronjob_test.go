@@ -23,7 +23,7 @@ func TestCronJobTrigger(t *testing.T) {
 	create(t, cm)
 	cj := fixture.CronJob(ns, "nightly", fixture.EnvFrom("cfg", ""))
 	tr := track(t, cj)
-	w := startWatcher(t, "watcher", ns, "--cronjob-trigger")
+	startWatcher(t, "watcher", ns, "--cronjob-trigger")
 	waitAdopted(t, cj)
 	stayRollouts(t, tr, 0, time.Second)
 
@@ -32,7 +32,7 @@ func TestCronJobTrigger(t *testing.T) {
 	want := tr.Rollouts()[0].RestartedFor
 	NewWithT(t).Expect(want).NotTo(BeEmpty())
 	waitJobRan(t, cj, want)
-	waitLog(t, w, "restarted CronJob "+ns+"/nightly because ConfigMap "+ns+"/cfg changed (keys: a)")
+	waitRestarted(t, ns, "nightly", "ConfigMap cfg changed (keys: a;")
 	stayRollouts(t, tr, 1, time.Second)
 }
 

@@ -32,7 +32,7 @@ func TestKubectlWatcherExplain(t *testing.T) {
 	waitAdopted(t, dep)
 	setData(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web")
+	waitRestarted(t, ns, "web")
 	// Events are sent in the background: the one explain reports must be
 	// there before watcher stops.
 	g.Eventually(func() int {

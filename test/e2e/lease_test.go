@@ -40,7 +40,7 @@ func TestLeaseFailover(t *testing.T) {
 		replicas = slices.DeleteFunc(replicas, func(p *proc) bool { return p == leader })
 		next := waitLeader(t, replicas)
 		acquired := logTime(t, firstLog(t, next, "acquired lease")).Sub(stoppedAt)
-		restart := logTime(t, firstLog(t, next, "restarted Deployment")).Sub(stoppedAt)
+		restart := logTime(t, firstLog(t, next, "\tRestarted\t")).Sub(stoppedAt)
 		t.Logf("%s of the leader %s: %s acquired the Lease %s later, restarted its first workload %s later",
 			stop.signal, leader.Name, next.Name, acquired.Round(time.Millisecond), restart.Round(time.Millisecond))
 		if stop.signal == "SIGKILL" {
@@ -116,7 +116,7 @@ func firstLog(t *testing.T, p *proc, sub string) string {
 // acquired the Lease.
 func expectRestartsOnlyWhileLeading(t *testing.T, p *proc) {
 	t.Helper()
-	restarts := p.Logs.Matching("restarted Deployment")
+	restarts := restartLines(p, "Deployment")
 	if len(restarts) == 0 {
 		return
 	}

@@ -158,7 +158,7 @@ func (f *fleet) expectNothingLeft(t *testing.T, replicas ...*proc) {
 	w.WaitReady(t)
 	waitLog(t, w, "Starting workers")
 	time.Sleep(2 * time.Second)
-	NewWithT(t).Expect(w.Logs.Matching("restarted")).To(BeEmpty(), "a fresh watcher found workloads not rolled for their configuration")
+	NewWithT(t).Expect(restartLines(w, "")).To(BeEmpty(), "a fresh watcher found workloads not rolled for their configuration")
 }
 
 // change is one data change made by a test. Its id is how watcher names it
@@ -168,7 +168,7 @@ type change struct{ id string }
 // loggedBy returns p's "changed, keys" lines of the change: one per time p
 // processed it.
 func (c change) loggedBy(p *proc) []string {
-	return p.Logs.Matching(" changed, keys: ", `"change": "`+c.id+`"`)
+	return p.Logs.Matching("\tChanged\t", `"change": "`+c.id+`"`)
 }
 
 // metricValue returns the value of sample (a name with its labels, as in
@@ -284,7 +284,7 @@ func TestRedisThreeReplicasExactlyOnce(t *testing.T) {
 		r := metricValue(t, p, `watcher_restarts_total{kind="Deployment"}`)
 		restarts += r
 		t.Logf("%s: %d changes logged, acquired %v, held %v, done %v, errors %v, restarts %v (%d restart lines)",
-			p.Name, perReplica[i], acquired, h, d, metricValue(t, p, acquisitions("error")), r, len(p.Logs.Matching("restarted Deployment")))
+			p.Name, perReplica[i], acquired, h, d, metricValue(t, p, acquisitions("error")), r, len(restartLines(p, "Deployment")))
 		NewWithT(t).Expect(acquired).To(BeNumerically(">=", perReplica[i]), "%s took the lock of every change it logged", p.Name)
 		if acquired > 0 {
 			working++
@@ -346,7 +346,7 @@ func TestRedisKilledMidBurst(t *testing.T) {
 	for _, p := range replicas {
 		t.Logf("%s: acquired %v, held %v, done %v, errors %v, restart lines %d", p.Name,
 			metricValue(t, p, acquisitions("acquired")), metricValue(t, p, acquisitions("held")),
-			metricValue(t, p, acquisitions("done")), metricValue(t, p, acquisitions("error")), len(p.Logs.Matching("restarted Deployment")))
+			metricValue(t, p, acquisitions("done")), metricValue(t, p, acquisitions("error")), len(restartLines(p, "Deployment")))
 	}
 	t.Logf("%d rollouts of %d workloads for %d changes", total, configs*users, changes+1)
 	f.expectNothingLeft(t, replicas...)

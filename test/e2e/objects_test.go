@@ -3,14 +3,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 	"github.com/watcher-dev/watcher/test/observe"
@@ -120,6 +123,48 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// waitRestarted waits for the Event that says the workload name of ns was
+// restarted (reason Restarted) with a note holding every one of subs.
+func waitRestarted(t *testing.T, ns, name string, subs ...string) {
+	t.Helper()
+	waitEventOn(t, ns, name, cause.ReasonRestarted, subs...)
+}
+
+// waitEventOn waits for an Event of reason on the object name of ns whose
+// note holds every one of subs.
+func waitEventOn(t *testing.T, ns, name, reason string, subs ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() []string {
+		var list eventsv1.EventList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason && containsAll(e.Note, subs) {
+				out = append(out, e.Note)
+			}
+		}
+		return out
+	}, wait, 50*time.Millisecond).ShouldNot(BeEmpty(), "no %s Event on %s/%s with %q", reason, ns, name, subs)
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// restartLines returns p's log lines that say a restart of a workload
+// whose "Kind namespace/name" starts with workload: which process
+// restarted is said only in its log.
+func restartLines(p *proc, workload string) []string {
+	return p.Logs.Matching("\tRestarted\t", `"workload": "`+workload)
 }
 
 // waitLog waits until p logged a line with every one of subs.

@@ -51,5 +51,5 @@ func TestPolicyWindow(t *testing.T) {
 	waitRollouts(t, tr, 1)
 	NewWithT(t).Expect(tr.Rollouts()[0].At).To(BeTemporally(">=", opens.Add(-time.Second)), "rolled only once the window opened")
 	stayRollouts(t, tr, 1, 2*time.Second)
-	waitLog(t, w, "restarted Deployment "+ns+"/api because ConfigMap "+ns+"/shared changed (keys: LOG_LEVEL)")
+	waitRestarted(t, ns, "api", "ConfigMap shared changed (keys: LOG_LEVEL;")
 }

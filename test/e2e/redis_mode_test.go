@@ -41,11 +41,11 @@ func TestRedisReplicaKilledHoldingLocks(t *testing.T) {
 	for c := range configs {
 		made = append(made, f.change(t, c, "1"))
 	}
-	NewWithT(t).Eventually(func() int { return len(a.Logs.Matching(" changed, keys: ")) }, wait, 10*time.Millisecond).
+	NewWithT(t).Eventually(func() int { return len(a.Logs.Matching("\tChanged\t")) }, wait, 10*time.Millisecond).
 		Should(BeNumerically(">", 0), "A took a change")
 	time.Sleep(200 * time.Millisecond) // A logs the other changes it takes at once
 	a.Kill()
-	aRestarts := len(a.Logs.Matching("restarted Deployment"))
+	aRestarts := len(restartLines(a, "Deployment"))
 
 	f.waitCounts(t, 1, 3*time.Second)
 	f.expectDistinctRollouts(t)
@@ -62,7 +62,7 @@ func TestRedisReplicaKilledHoldingLocks(t *testing.T) {
 		t.Logf("%s: A took it, B took it %s later", c.id, gap.Round(time.Millisecond))
 		NewWithT(t).Expect(gap).To(BeNumerically(">=", ttl-time.Second), "B took %s only once A's lock expired", c.id)
 	}
-	bRestarts := len(b.Logs.Matching("restarted Deployment"))
+	bRestarts := len(restartLines(b, "Deployment"))
 	t.Logf("A took %d of %d changes and restarted %d workloads before it was killed; B restarted %d; B found changes held %v times",
 		taken, configs, aRestarts, bRestarts, metricValue(t, b, acquisitions("held")))
 	NewWithT(t).Expect(aRestarts + bRestarts).To(Equal(configs * users))
@@ -137,7 +137,7 @@ func TestRedisBadInput(t *testing.T) {
 		waitBackendUp(t, w)
 		waitRollouts(t, tr, 1)
 		stayRollouts(t, tr, 1, 2*time.Second)
-		waitLog(t, w, "restarted Deployment "+ns+"/web because ConfigMap "+ns+"/cfg changed (keys: a)")
+		waitRestarted(t, ns, "web", "ConfigMap cfg changed (keys: a;")
 	})
 
 	t.Run("wrong credentials", func(t *testing.T) {

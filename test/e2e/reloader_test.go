@@ -79,5 +79,5 @@ func TestReloaderManifests(t *testing.T) {
 	for i, wl := range workloads {
 		stayRollouts(t, trs[i], wl.want, time.Second)
 	}
-	waitLog(t, w, "restarted Deployment "+ns+"/named because ConfigMap "+ns+"/cm-b changed")
+	waitRestarted(t, ns, "named", "ConfigMap cm-b changed")
 }

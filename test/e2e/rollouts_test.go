@@ -29,7 +29,7 @@ func TestEveryKindRollsOncePerChange(t *testing.T) {
 	for _, o := range objs {
 		trs = append(trs, track(t, o))
 	}
-	w := startWatcher(t, "watcher", ns)
+	startWatcher(t, "watcher", ns)
 	for _, o := range objs {
 		waitAdopted(t, o)
 		waitRunning(t, o)
@@ -41,9 +41,9 @@ func TestEveryKindRollsOncePerChange(t *testing.T) {
 			waitRunning(t, o)
 		}
 	}
-	for _, tr := range trs {
+	for i, tr := range trs {
 		stayRollouts(t, tr, 2, time.Second)
-		waitLog(t, w, "restarted "+tr.Name+" because ConfigMap "+ns+"/cfg changed (keys: a)")
+		waitRestarted(t, ns, objs[i].GetName(), "ConfigMap cfg changed (keys: a;")
 	}
 }
 
@@ -73,7 +73,7 @@ func TestBurstRollsOnce(t *testing.T) {
 	w = startWatcher(t, "watcher-2", ns)
 	w.WaitReady(t)
 	stayRollouts(t, tr, 1, 2*time.Second)
-	NewWithT(t).Expect(w.Logs.Matching("restarted")).To(BeEmpty())
+	NewWithT(t).Expect(restartLines(w, "")).To(BeEmpty())
 }
 
 // TestProjectedSecretVolume: a Secret mounted through a projected volume.
@@ -83,12 +83,12 @@ func TestProjectedSecretVolume(t *testing.T) {
 	create(t, sec)
 	dep := fixture.Deployment(ns, "web", fixture.ProjectedSecret("creds"))
 	tr := track(t, dep)
-	w := startWatcher(t, "watcher", ns)
+	startWatcher(t, "watcher", ns)
 	waitAdopted(t, dep)
 	setData(t, sec, "password", "b")
 	waitRollouts(t, tr, 1)
 	waitRunning(t, dep)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/creds changed (keys: password)")
+	waitRestarted(t, ns, "web", "Secret creds changed (keys: password;")
 }
 
 // TestKilledMidBurst: watcher is killed with SIGKILL in the middle of a burst
@@ -149,7 +149,7 @@ func TestKilledMidBurst(t *testing.T) {
 	third := startWatcher(t, "watcher-third", ns, "--lock=none")
 	third.WaitReady(t)
 	time.Sleep(2 * time.Second)
-	NewWithT(t).Expect(third.Logs.Matching("restarted")).To(BeEmpty())
+	NewWithT(t).Expect(restartLines(third, "")).To(BeEmpty())
 }
 
 // TestAPIServerRestart: kube-apiserver restarts under a running watcher;
@@ -169,7 +169,7 @@ func TestAPIServerRestart(t *testing.T) {
 	setData(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
 	waitRunning(t, dep)
-	waitLog(t, w, "restarted Deployment "+ns+"/web")
+	waitRestarted(t, ns, "web")
 	select {
 	case <-w.done:
 		t.Fatalf("watcher exited:\n%s", w.Logs)

@@ -45,7 +45,7 @@ func TestSealedSecretsController(t *testing.T) {
 	// too): what changes before it leads is not reported.
 	waitLeader(t, []*proc{w})
 	applySealed(t, seal(t, bin, cert, ns, "db", "first value"))
-	waitLog(t, w, "SealedSecret "+ns+"/db created, keys: password")
+	waitEventOn(t, ns, "db", sealed.ReasonCreated, "SealedSecret created, keys: password")
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
 	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(sec), sec) }, wait).Should(Succeed(), "the controller makes the Secret")
 	g.Expect(sealed.Owner(sec)).To(Equal("db"), "the Secret is owned by its SealedSecret")
@@ -56,15 +56,15 @@ func TestSealedSecretsController(t *testing.T) {
 	waitAdopted(t, dep)
 
 	applySealed(t, seal(t, bin, cert, ns, "db", "second value"))
-	waitLog(t, w, "SealedSecret "+ns+"/db updated, keys: password")
+	waitEventOn(t, ns, "db", sealed.ReasonUpdated, "SealedSecret updated, keys: password")
 	waitRollouts(t, tr, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/db (from SealedSecret "+ns+"/db) changed (keys: password)")
+	waitRestarted(t, ns, "web", "Secret db (from SealedSecret db) changed (keys: password;")
 	g.Expect(string(get(t, sec).Data["password"])).To(Equal("second value"))
 	stayRollouts(t, tr, 1, quietE2E)
 	for _, l := range w.Logs.Matching("db") {
 		g.Expect(l).NotTo(Or(ContainSubstring("first value"), ContainSubstring("second value")), "a log line shows a value")
 	}
-	t.Logf("%s", w.Logs.Matching("restarted Deployment"))
+	t.Logf("%s", restartLines(w, "Deployment"))
 }
 
 // quietE2E is how long the test looks for a second rollout that must not

@@ -78,7 +78,7 @@ func TestCronJobTrigger(t *testing.T) {
 	restarted := fetch(t, cj).Annotations[plan.RecordAnnotation]
 	edit(t, cj, func(c *batchv1.CronJob) { c.Annotations[plan.RecordAnnotation] = adopted })
 	g.Eventually(func() string { return fetch(t, cj).Annotations[plan.RecordAnnotation] }, wait).Should(Equal(restarted))
-	g.Eventually(func() []string { return w.logs.Lines("restarted CronJob " + ns + "/nightly") }, wait).Should(HaveLen(2), "the second decision")
+	g.Eventually(func() []string { return restartLogs(w, "CronJob "+ns+"/nightly") }, wait).Should(HaveLen(2), "the second decision")
 	g.Consistently(func() []batchv1.Job { return jobs(t, ns) }, quiet, 50*time.Millisecond).Should(HaveLen(1), "one Job per restart")
 	stayRollouts(t, tr, 1)
 	g.Expect(events(t, ns, "nightly", controller.ReasonTriggerFailed)).To(BeEmpty())

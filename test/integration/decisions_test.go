@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 )
@@ -57,7 +58,7 @@ func TestOnlyUsedKeysRestart(t *testing.T) {
 	waitRollouts(t, allUser, 2)
 	edit(t, cm, func(cm *corev1.ConfigMap) { delete(cm.Data, "c") })
 	waitRollouts(t, allUser, 3)
-	waitLog(t, w, "restarted Deployment "+ns+"/all-user because ConfigMap "+ns+"/cfg changed (keys: c)")
+	waitRestarted(t, ns, "all-user", "ConfigMap cfg changed (keys: c;")
 
 	setConfigMap(t, cm, "a", "2")
 	waitRollouts(t, keyUser, 1)
@@ -113,8 +114,8 @@ func TestCustomAnnotationAndConfigOptOut(t *testing.T) {
 
 	setSecret(t, sec, "s", "2")
 	waitRollouts(t, dep, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/sec changed (keys: s)")
-	NewWithT(t).Expect(w.logs.Lines("restarted Deployment", "because ConfigMap")).To(BeEmpty())
+	waitRestarted(t, ns, "web", "Secret sec changed (keys: s;")
+	NewWithT(t).Expect(events(t, ns, "web", cause.ReasonRestarted)).NotTo(ContainElement(ContainSubstring("ConfigMap")))
 }
 
 func TestIgnoredNamespaces(t *testing.T) {

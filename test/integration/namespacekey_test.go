@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -82,11 +83,11 @@ func TestOldSchemeRecordsAreAdoptedAgain(t *testing.T) {
 	g.Expect(rec["ConfigMap/cfg"].Keys).To(Equal(want.Keys))
 	settled(t, dep)
 	stayRollouts(t, tr, 0)
-	g.Expect(w.logs.Lines("restarted " + tr.Name)).To(BeEmpty())
+	g.Expect(events(t, ns, "web", cause.ReasonRestarted)).To(BeEmpty())
 
 	setConfigMap(t, cm, "a", "2")
 	waitRollouts(t, tr, 1)
-	waitLog(t, w, "restarted "+tr.Name+" because ConfigMap "+ns+"/cfg changed (keys: a)")
+	waitRestarted(t, ns, "web", "ConfigMap cfg changed (keys: a;")
 }
 
 // TestExplainWithNamespaceKey: the operator derives the key of namespace A

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/test/fixture"
 	"github.com/watcher-dev/watcher/test/observe"
@@ -112,6 +114,43 @@ func stayRollouts(t *testing.T, tr *observe.Tracker, n int) {
 }
 
 // waitLog waits until w has logged a line containing every one of subs.
+// waitRestarted waits for the Event that says the workload name of ns was
+// restarted (reason Restarted) with a note holding every one of subs.
+func waitRestarted(t *testing.T, ns, name string, subs ...string) {
+	t.Helper()
+	waitEvent(t, ns, name, cause.ReasonRestarted, subs...)
+}
+
+// waitEvent waits for an Event of reason on the object name of ns whose
+// note holds every one of subs.
+func waitEvent(t *testing.T, ns, name, reason string, subs ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() []string {
+		var out []string
+		for _, n := range events(t, ns, name, reason) {
+			if containsAll(n, subs) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}, wait, 20*time.Millisecond).ShouldNot(BeEmpty(), "no %s Event on %s/%s with %q", reason, ns, name, subs)
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// restartLogs returns the log lines of w that say a restart of a workload
+// whose "Kind namespace/name" starts with workload.
+func restartLogs(w *instance, workload string) []string {
+	return w.logs.Lines(`"msg"="Restarted"`, `"workload"="`+workload)
+}
+
 func waitLog(t *testing.T, w *instance, subs ...string) {
 	t.Helper()
 	NewWithT(t).Eventually(func() []string { return w.logs.Lines(subs...) }, wait, 10*time.Millisecond).

@@ -100,7 +100,7 @@ func TestOddReferences(t *testing.T) {
 	setConfigMap(t, cm, "a", "2")
 	waitRollouts(t, web, 2)
 	waitRollouts(t, oddKeys, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/odd-keys because ConfigMap "+ns+"/cfg changed (keys: a)")
+	waitRestarted(t, ns, "odd-keys", "ConfigMap cfg changed (keys: a;")
 	stayReady(t, addr)
 	stayRollouts(t, web, 2)
 	stayRollouts(t, oddKeys, 1)

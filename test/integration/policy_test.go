@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/cli"
-	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -318,12 +318,12 @@ func TestPolicyDryRun(t *testing.T) {
 	waitLog(t, w, "Dry run: would write the record", "Deployment "+ns+"/api")
 	before := testutil.ToFloat64(metrics.WouldRestart.WithLabelValues("Deployment"))
 	setConfigMap(t, cm, "k", "2")
-	NewWithT(t).Eventually(func() []string { return events(t, ns, "api", controller.ReasonWouldRestart) }, wait).
+	NewWithT(t).Eventually(func() []string { return events(t, ns, "api", cause.ReasonWouldRestart) }, wait).
 		Should(ConsistOf(ContainSubstring("ConfigMap shared changed")))
 	stayRollouts(t, api, 0)
 	NewWithT(t).Expect(recorded(t, ns, "api")).To(BeFalse(), "nothing written")
 	NewWithT(t).Expect(testutil.ToFloat64(metrics.WouldRestart.WithLabelValues("Deployment")) - before).To(BeNumerically(">=", 1))
-	NewWithT(t).Expect(events(t, ns, "api", controller.ReasonWouldRestart)).To(HaveLen(1), "said once")
+	NewWithT(t).Expect(events(t, ns, "api", cause.ReasonWouldRestart)).To(HaveLen(1), "said once")
 
 	editPolicy(t, c, p, func(p *v1alpha1.ReloadPolicy) { p.Spec.DryRun = false })
 	waitRecords(t, ns, "api", "ConfigMap/shared")

@@ -59,7 +59,7 @@ func TestEveryReferencePathRestarts(t *testing.T) {
 			dep := deployment(ns, "web", tt.spec)
 			create(t, cm, sec)
 			tr := track(t, dep)
-			w := startWatcher(t, ns)
+			startWatcher(t, ns)
 			waitAdopted(t, dep)
 
 			if tt.secret {
@@ -68,7 +68,7 @@ func TestEveryReferencePathRestarts(t *testing.T) {
 				setConfigMap(t, cm, "a", "2")
 			}
 			waitRollouts(t, tr, 1)
-			waitLog(t, w, "restarted Deployment "+ns+"/web because", "changed (keys: a)")
+			waitRestarted(t, ns, "web", "changed (keys: a;")
 			stayRollouts(t, tr, 1)
 		})
 	}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -23,7 +22,7 @@ func annotated(ns, name string, spec corev1.PodSpec, annotations map[string]stri
 }
 
 // discoverAnnotated runs watcher in the annotated discovery mode.
-func discoverAnnotated(o *options.Options) { o.Discovery = options.DiscoveryAnnotated }
+func discoverAnnotated(o *options.Options) { o.Discovery = plan.DiscoveryAnnotated }
 
 // recorded tells whether watcher wrote a record on the Deployment name.
 func recorded(t *testing.T, ns, name string) bool {
@@ -115,7 +114,7 @@ func TestReloaderIgnore(t *testing.T) {
 	stayRollouts(t, dep, 0)
 	setSecret(t, sec, "s", "2")
 	waitRollouts(t, dep, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/sec changed")
+	waitRestarted(t, ns, "web", "Secret sec changed")
 }
 
 // TestReloaderReloadList: a ConfigMap named by a reload list restarts the
@@ -136,7 +135,7 @@ func TestReloaderReloadList(t *testing.T) {
 
 	setConfigMap(t, settings, "a", "2")
 	waitRollouts(t, dep, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because ConfigMap "+ns+"/settings changed (keys: a)")
+	waitRestarted(t, ns, "web", "ConfigMap settings changed (keys: a;")
 	// other is used by the pod spec but not named: annotated mode ignores it.
 	setConfigMap(t, other, "a", "2")
 	waitLog(t, w, "Deployment "+ns+"/web", plan.SkipNotOptedIn)
@@ -177,5 +176,5 @@ func TestReloaderInvalidRegex(t *testing.T) {
 	setConfigMap(t, cm, "a", "2")
 	waitRollouts(t, good, 1)
 	waitRollouts(t, bad, 1)
-	g.Expect(strings.Join(w.logs.Lines("restarted Deployment "+ns+"/bad"), "\n")).To(ContainSubstring("ConfigMap " + ns + "/cfg"))
+	waitRestarted(t, ns, "bad", "ConfigMap cfg changed")
 }

@@ -72,7 +72,7 @@ func TestSealedSecrets(t *testing.T) {
 	installed := time.Now()
 	ss := sealedSecret(ns, "db", map[string]any{"password": "AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq", "user": "AgAAAA=="})
 	g.Eventually(func() error { return k8s.Create(ctx, ss.DeepCopy()) }, wait, 100*time.Millisecond).Should(Succeed())
-	waitLog(t, w, "SealedSecret "+ns+"/db created, keys: password,user")
+	waitEvent(t, ns, "db", sealed.ReasonCreated)
 	t.Logf("SealedSecret reported %s after the CRD was created", time.Since(installed).Round(time.Millisecond))
 	g.Eventually(func() []string { return events(t, ns, "db", sealed.ReasonCreated) }, wait, 50*time.Millisecond).
 		Should(ConsistOf("SealedSecret created, keys: password, user"))
@@ -87,7 +87,6 @@ func TestSealedSecrets(t *testing.T) {
 	edit(t, ss, func(u *unstructured.Unstructured) {
 		g.Expect(unstructured.SetNestedField(u.Object, "AgCz0THER+CiPHeRtExT", "spec", "encryptedData", "password")).To(Succeed())
 	})
-	waitLog(t, w, "SealedSecret "+ns+"/db updated, keys: password")
 	g.Eventually(func() []string { return events(t, ns, "db", sealed.ReasonUpdated) }, wait, 50*time.Millisecond).
 		Should(ConsistOf("SealedSecret updated, keys: password"))
 	g.Expect(sealedChanges(sealed.Updated)).To(Equal(updated+1), "the status and label changes are not reported")
@@ -98,12 +97,10 @@ func TestSealedSecrets(t *testing.T) {
 		s.Data["password"] = []byte("s3cr3t-two")
 	})
 	waitRollouts(t, web, 1)
-	waitLog(t, w, "restarted Deployment "+ns+"/web because Secret "+ns+"/db (from SealedSecret "+ns+"/db) changed (keys: password)")
 	g.Eventually(func() []string { return events(t, ns, "web", "Restarted") }, wait, 50*time.Millisecond).
 		Should(ContainElement(HavePrefix("Restarted because Secret db (from SealedSecret db) changed (keys: password; ")))
 
 	g.Expect(k8s.Delete(ctx, ss)).To(Succeed())
-	waitLog(t, w, "SealedSecret "+ns+"/db deleted, keys: password,user")
 	g.Eventually(func() []string { return events(t, ns, "db", sealed.ReasonDeleted) }, wait, 50*time.Millisecond).
 		Should(ConsistOf("SealedSecret deleted, keys: password, user"))
 	g.Expect(sealedChanges(sealed.Deleted)).To(Equal(deleted + 1))

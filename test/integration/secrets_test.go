@@ -58,7 +58,7 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 		_, _ = expfmt.MetricFamilyToText(&buf, f)
 	}
 	texts = append(texts, buf.String())
-	NewWithT(t).Expect(w.logs.Lines("restarted Deployment " + ns + "/web because Secret " + ns + "/sec changed (keys: password)")).NotTo(BeEmpty())
+	waitRestarted(t, ns, "web", "Secret sec changed (keys: password;")
 	for _, text := range texts {
 		for _, v := range []string{v1, v2, v3, "TOPSECRET"} {
 			NewWithT(t).Expect(text).NotTo(ContainSubstring(v))

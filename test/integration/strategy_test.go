@@ -101,7 +101,9 @@ func TestStrategyEnv(t *testing.T) {
 	waitRollouts(t, tr, 1)
 	stayRollouts(t, tr, 1)
 	first := expectEnvRestart(g, want, fetch(t, d))
-	waitLog(t, w, "restarted Deployment "+ns+"/web", `"strategy"="env"`)
+	waitRestarted(t, ns, "web")
+	// The strategy used is said in the log line only.
+	waitLog(t, w, `"msg"="Restarted"`, `"workload"="Deployment `+ns+`/web"`, `"strategy"="env"`)
 
 	setConfigMap(t, cm, "a", "3")
 	waitRollouts(t, tr, 2)
