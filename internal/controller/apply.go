@@ -78,7 +78,7 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 			return nil
 		}
 		r.restartedForPolicies(applied, key, p)
-		r.trigger(ctx, key, obj, p.Record.RestartID())
+		r.cronJobs.Run(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -56,6 +57,9 @@ type Reconciler struct {
 	guards *hold.Guards
 	// pending keeps the locks of changes whose users are held.
 	pending *pendingLocks
+	// cronJobs runs restarted CronJobs at once; nil when the trigger is
+	// off.
+	cronJobs *trigger.Trigger
 }
 
 // Reconcile processes one request: a changed object or a workload.

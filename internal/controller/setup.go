@@ -43,6 +43,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -78,7 +79,7 @@ type Config struct {
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
 	Coalesce, CoalesceMax time.Duration
-	// CronJobTrigger creates a Job from a CronJob just restarted (see
+	// CronJobTrigger creates a Job from a CronJob just restarted (package
 	// trigger).
 	CronJobTrigger bool
 	// DryRun decides as usual but writes nothing to workloads (see
@@ -148,6 +149,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		rules:    cfg.Settings.Rules(),
 	}
 	r.changedBy = newChangedBy()
+	if cfg.CronJobTrigger {
+		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
+	}
 	if cfg.DryRun {
 		r.dry = newDryRun()
 	}

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -46,7 +46,7 @@ func waitJobRan(t *testing.T, cj *batchv1.CronJob, restartedFor string) {
 		g.Expect(k8s.List(ctx, &jobs, client.InNamespace(cj.Namespace))).To(Succeed())
 		g.Expect(jobs.Items).To(HaveLen(1))
 		job := jobs.Items[0]
-		g.Expect(job.Name).To(Equal(controller.JobName(cj.Name, restartedFor)))
+		g.Expect(job.Name).To(Equal(trigger.JobName(cj.Name, restartedFor)))
 		g.Expect(job.Status.Succeeded).To(Equal(int32(1)), "Job %s succeeded", job.Name)
 		var pods corev1.PodList
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(cj.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name})).To(Succeed())

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -50,11 +50,11 @@ func TestCronJobTriggerConcurrencyPolicy(t *testing.T) {
 	}
 	setConfigMap(t, cm, "a", "2")
 
-	g.Eventually(func() []string { return events(t, ns, "forbid", controller.ReasonJobDeferred) }, wait).Should(ConsistOf(
+	g.Eventually(func() []string { return events(t, ns, "forbid", trigger.ReasonJobDeferred) }, wait).Should(ConsistOf(
 		"No Job created now: concurrencyPolicy Forbid and Job forbid-29000000 running; the next scheduled run uses the new template"))
-	g.Eventually(func() []string { return events(t, ns, "replace", controller.ReasonJobCreated) }, wait).Should(ConsistOf(
+	g.Eventually(func() []string { return events(t, ns, "replace", trigger.ReasonJobCreated) }, wait).Should(ConsistOf(
 		MatchRegexp(`^Created Job replace-watcher-[0-9a-f]{10} from the new template, replacing Job replace-29000000 \(concurrencyPolicy Replace\)$`)))
-	g.Eventually(func() []string { return events(t, ns, "allow", controller.ReasonJobCreated) }, wait).Should(ConsistOf(
+	g.Eventually(func() []string { return events(t, ns, "allow", trigger.ReasonJobCreated) }, wait).Should(ConsistOf(
 		MatchRegexp(`^Created Job allow-watcher-[0-9a-f]{10} from the new template, beside running Job allow-29000000 \(concurrencyPolicy Allow\)$`)))
 
 	names := func() []string {
@@ -78,6 +78,6 @@ func TestCronJobTriggerConcurrencyPolicy(t *testing.T) {
 	} else {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	}
-	g.Expect(events(t, ns, "forbid", controller.ReasonTriggerFailed)).To(BeEmpty())
-	g.Expect(events(t, ns, "replace", controller.ReasonTriggerFailed)).To(BeEmpty())
+	g.Expect(events(t, ns, "forbid", trigger.ReasonTriggerFailed)).To(BeEmpty())
+	g.Expect(events(t, ns, "replace", trigger.ReasonTriggerFailed)).To(BeEmpty())
 }

@@ -11,10 +11,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -59,15 +59,15 @@ func TestCronJobTrigger(t *testing.T) {
 	g.Expect(restartedFor).NotTo(BeEmpty())
 	g.Eventually(func() []batchv1.Job { return jobs(t, ns) }, wait).Should(HaveLen(1))
 	job := jobs(t, ns)[0]
-	g.Expect(job.Name).To(Equal(controller.JobName("nightly", restartedFor)))
+	g.Expect(job.Name).To(Equal(trigger.JobName("nightly", restartedFor)))
 	g.Expect(job.OwnerReferences).To(ConsistOf(metav1.OwnerReference{
 		APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: fetch(t, cj).UID, Controller: ptr.To(true),
 	}))
-	g.Expect(job.Annotations).To(HaveKeyWithValue(controller.InstantiateAnnotation, "manual"))
+	g.Expect(job.Annotations).To(HaveKeyWithValue(trigger.InstantiateAnnotation, "manual"))
 	g.Expect(job.Annotations).To(HaveKeyWithValue("note", "from the jobTemplate"))
 	g.Expect(job.Labels).To(HaveKeyWithValue("app", "nightly"))
 	g.Expect(job.Spec.Template.Annotations).To(HaveKeyWithValue(plan.RestartAnnotation, restartedFor), "the Job runs the new template")
-	g.Eventually(func() []string { return events(t, ns, "nightly", controller.ReasonJobCreated) }, wait).
+	g.Eventually(func() []string { return events(t, ns, "nightly", trigger.ReasonJobCreated) }, wait).
 		Should(ConsistOf("Created Job " + job.Name + " from the new template"))
 	g.Expect(testutil.ToFloat64(metrics.Restarts.WithLabelValues("CronJob"))).To(BeNumerically(">", restarts))
 
@@ -81,7 +81,7 @@ func TestCronJobTrigger(t *testing.T) {
 	g.Eventually(func() []string { return restartLogs(w, "CronJob "+ns+"/nightly") }, wait).Should(HaveLen(2), "the second decision")
 	g.Consistently(func() []batchv1.Job { return jobs(t, ns) }, quiet, 50*time.Millisecond).Should(HaveLen(1), "one Job per restart")
 	stayRollouts(t, tr, 1)
-	g.Expect(events(t, ns, "nightly", controller.ReasonTriggerFailed)).To(BeEmpty())
+	g.Expect(events(t, ns, "nightly", trigger.ReasonTriggerFailed)).To(BeEmpty())
 }
 
 // TestCronJobWithoutTrigger: by default a change updates the jobTemplate

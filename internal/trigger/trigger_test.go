@@ -1,4 +1,4 @@
-package controller
+package trigger
 
 import (
 	"context"
@@ -159,8 +159,8 @@ func TestTriggerConcurrencyPolicy(t *testing.T) {
 			}
 			c := fake.NewClientBuilder().WithObjects(cj.DeepCopy(), job).WithStatusSubresource(cj).Build()
 			rec := events.NewFakeRecorder(10)
-			r := &Reconciler{Client: c, Fresh: c, Recorder: rec, Config: Config{CronJobTrigger: true}}
-			r.trigger(ctx, workload.Key{Kind: "CronJob", Namespace: "shop", Name: "backup"}, cj, id)
+			r := &Trigger{Client: c, Fresh: c, Recorder: rec}
+			r.Run(ctx, workload.Key{Kind: "CronJob", Namespace: "shop", Name: "backup"}, cj, id)
 
 			var jobs batchv1.JobList
 			if err := c.List(ctx, &jobs); err != nil {

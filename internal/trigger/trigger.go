@@ -1,4 +1,7 @@
-package controller
+// Package trigger runs a CronJob at once when watcher restarts it
+// (--cronjob-trigger): a Job from the CronJob's new template, as its
+// concurrencyPolicy allows, instead of waiting for the next scheduled run.
+package trigger
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +36,17 @@ const (
 // schedule, with the value "manual", as kubectl create job --from=cronjob/NAME
 // does.
 const InstantiateAnnotation = "cronjob.kubernetes.io/instantiate"
+
+// Trigger creates the Jobs of restarted CronJobs. A nil Trigger does
+// nothing (the trigger is off).
+type Trigger struct {
+	// Client writes Jobs (creates, and deletes for Replace).
+	Client client.Client
+	// Fresh reads from the API server, not a cache.
+	Fresh client.Reader
+	// Recorder sends the Events (JobCreated, JobDeferred, TriggerFailed).
+	Recorder events.EventRecorder
+}
 
 // triggerAction is what the trigger does with a restarted CronJob.
 type triggerAction int
@@ -95,8 +110,7 @@ func decideTrigger(in triggerInput) triggerAction {
 	}
 }
 
-// trigger runs a CronJob just restarted for restartID at once, when
-// Config.CronJobTrigger is on: it creates a Job from the CronJob's new
+// Run runs a CronJob just restarted for restartID at once: it creates a Job from the CronJob's new
 // template, as its concurrencyPolicy allows (decideTrigger). obj is the
 // CronJob as the restart patch returned it. The CronJob is read again from
 // the API server, so that its status.active (the Jobs the CronJob controller
@@ -107,8 +121,8 @@ func decideTrigger(in triggerInput) triggerAction {
 // reconcile: the restart is written, and reconciling again would find nothing
 // to do, so nothing would retry the Job. A failure is reported (log,
 // watcher_errors_total{operation="trigger"}, Warning Event TriggerFailed).
-func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.Object, restartID string) {
-	if !r.Config.CronJobTrigger || key.Kind != workload.CronJob.Name() {
+func (r *Trigger) Run(ctx context.Context, key workload.Key, obj client.Object, restartID string) {
+	if r == nil || key.Kind != workload.CronJob.Name() {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -166,7 +180,7 @@ func (r *Reconciler) trigger(ctx context.Context, key workload.Key, obj client.O
 // triggerInputOf gathers decideTrigger's input from cj, read from the API
 // server after the restart that wrote generation and names its Job own.
 // For Replace, it also returns the running Jobs to delete.
-func (r *Reconciler) triggerInputOf(ctx context.Context, cj *batchv1.CronJob, generation int64, own string) (triggerInput, []*batchv1.Job, error) {
+func (r *Trigger) triggerInputOf(ctx context.Context, cj *batchv1.CronJob, generation int64, own string) (triggerInput, []*batchv1.Job, error) {
 	in := triggerInput{Suspended: ptr.Deref(cj.Spec.Suspend, false), Moved: cj.Generation != generation, Policy: cj.Spec.ConcurrencyPolicy}
 	for _, a := range cj.Status.Active {
 		if a.Name != own {
@@ -194,7 +208,7 @@ func (r *Reconciler) triggerInputOf(ctx context.Context, cj *batchv1.CronJob, ge
 // removed a finished or deleted Job yet, and a Job not controlled by cj is
 // not its run. A Job that cannot be read is an error: nothing is deleted
 // without knowing.
-func (r *Reconciler) runningJobs(ctx context.Context, cj *batchv1.CronJob, names []string) ([]*batchv1.Job, error) {
+func (r *Trigger) runningJobs(ctx context.Context, cj *batchv1.CronJob, names []string) ([]*batchv1.Job, error) {
 	var out []*batchv1.Job
 	for _, name := range names {
 		// status.active names Jobs of the CronJob's namespace; whatever
@@ -227,7 +241,7 @@ func jobFinished(job *batchv1.Job) bool {
 // deleteRunning deletes the running Jobs of a Replace CronJob, as the
 // CronJob controller does (in the background: the garbage collector deletes
 // their pods), each only while it is the Job that was read.
-func (r *Reconciler) deleteRunning(ctx context.Context, jobs []*batchv1.Job) error {
+func (r *Trigger) deleteRunning(ctx context.Context, jobs []*batchv1.Job) error {
 	for _, job := range jobs {
 		err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(job.UID)})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -241,7 +255,7 @@ func (r *Reconciler) deleteRunning(ctx context.Context, jobs []*batchv1.Job) err
 // jobNames lists names, comma-separated.
 func jobNames(names []string) string { return strings.Join(names, ", ") }
 
-func (r *Reconciler) triggerFailed(ctx context.Context, obj client.Object, err error) {
+func (r *Trigger) triggerFailed(ctx context.Context, obj client.Object, err error) {
 	metrics.Errors.WithLabelValues("trigger").Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "Cannot create a Job from the restarted CronJob")
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTriggerFailed, "Trigger", "%s", note.Truncate("Restarted, but no Job created now: "+err.Error()))
