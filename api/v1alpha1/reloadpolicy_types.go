@@ -28,8 +28,8 @@ const (
 	TargetRollout     TargetKind = "Rollout"
 )
 
-// Strategy is how a restart is written (see the README's "Restart
-// strategies").
+// Strategy is how a restart is written (see "Restart strategies" in
+// docs/configuration.md).
 // +kubebuilder:validation:Enum=annotation;env
 type Strategy string
 

@@ -13,7 +13,7 @@ import (
 // selectors it does not bound. A policy over a limit is refused whole: it
 // applies to nothing, and its Ready condition says why (ReasonTooLarge).
 // The number of policies is bounded by a ResourceQuota on
-// count/reloadpolicies.watcher.dev (see the README).
+// count/reloadpolicies.watcher.dev (see docs/reloadpolicy.md).
 //
 //	what                                   at most
 //	spec.sources                           MaxSources

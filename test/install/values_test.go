@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's values table from values.yaml")
+var update = flag.Bool("update", false, "rewrite the values table of the chart's README from values.yaml")
 
 // notValues are the settings of watcher --help the chart sets otherwise:
 // the kubeconfig (in a pod: the in-cluster config), its own namespace (the
@@ -178,8 +178,9 @@ const (
 	tableEnd   = "<!-- end of the values table -->"
 )
 
-// TestValuesTable: the README's values table is the one values.yaml makes,
-// so it cannot go stale. -update rewrites it.
+// TestValuesTable: the values table of the chart's README
+// (deploy/helm/watcher/README.md) is the one values.yaml makes, so it
+// cannot go stale. -update rewrites it.
 func TestValuesTable(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| Value | Default | Env | Meaning |\n| --- | --- | --- | --- |\n")
@@ -191,7 +192,7 @@ func TestValuesTable(t *testing.T) {
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", r.key, r.def, env, strings.ReplaceAll(r.doc, "|", `\|`))
 	}
 	want := tableBegin + "\n" + b.String() + tableEnd
-	path := filepath.Join(root, "README.md")
+	path := filepath.Join(chart, "README.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestValuesTable(t *testing.T) {
 	readme := string(data)
 	i, j := strings.Index(readme, tableBegin), strings.Index(readme, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no values table between %q and %q", tableBegin, tableEnd)
+		t.Fatalf("%s has no values table between %q and %q", path, tableBegin, tableEnd)
 	}
 	got := readme[i : j+len(tableEnd)]
 	if got == want {
@@ -211,5 +212,5 @@ func TestValuesTable(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md's values table is stale: run go test ./test/install -run TestValuesTable -update; want:\n%s", want)
+	t.Errorf("the values table of %s is stale: run go test ./test/install -run TestValuesTable -update; want:\n%s", path, want)
 }
