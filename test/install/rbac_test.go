@@ -42,12 +42,14 @@ func TestRBAC(t *testing.T) {
 				{"list", "secrets", "--all-namespaces"},
 				{"create", "events.events.k8s.io", "-n", "apps-x"},
 				{"get", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
+				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"}, // the settings it publishes
 			},
 			cannot: [][]string{
 				{"update", "secrets", "-n", "apps-x"},
 				{"delete", "secrets", "-n", "apps-x"},
 				{"patch", "secrets", "-n", "apps-x"},
 				{"update", "configmaps", "-n", "apps-x"},
+				{"update", "configmaps/other", "-n", "rbac-c"},
 				{"delete", "configmaps", "-n", "apps-x"},
 				{"create", "pods", "-n", "apps-x"},
 				{"create", "pods", "-n", "rbac-c"},
@@ -116,6 +118,12 @@ func TestRBAC(t *testing.T) {
 			for _, c := range tc.cannot {
 				g.Expect(canI(t, ns, tc.release+"-watcher", c)).To(BeFalse(), "cannot %v", c)
 			}
+			// Any authenticated user reads the published settings (for
+			// watcher explain), and nothing else of watcher's namespace.
+			user := []string{"--as=alice", "--as-group=system:authenticated"}
+			g.Expect(canUser(t, append([]string{"get", "configmaps/" + tc.release + "-watcher-settings", "-n", ns}, user...))).To(BeTrue())
+			g.Expect(canUser(t, append([]string{"get", "configmaps/other", "-n", ns}, user...))).To(BeFalse())
+			g.Expect(canUser(t, append([]string{"update", "configmaps/" + tc.release + "-watcher-settings", "-n", ns}, user...))).To(BeFalse())
 
 			// What RBAC cannot narrow, the admission policy does: the
 			// only Secret watcher may create is its hash key, the only
@@ -228,6 +236,22 @@ func jobs(t *testing.T, ns string) []batchv1.Job {
 func canI(t *testing.T, ns, sa string, args []string) bool {
 	t.Helper()
 	out, err := kubectl(append([]string{"auth", "can-i", "--as=system:serviceaccount:" + ns + ":" + sa}, args...)...)
+	answer := strings.TrimSpace(out)
+	switch {
+	case err == nil && answer == "yes":
+		return true
+	case strings.HasSuffix(answer, "no"):
+		return false
+	}
+	t.Fatalf("kubectl auth can-i %v: %v: %s", args, err, out)
+	return false
+}
+
+// canUser asks `kubectl auth can-i` with args, which say who asks
+// (--as, --as-group).
+func canUser(t *testing.T, args []string) bool {
+	t.Helper()
+	out, err := kubectl(append([]string{"auth", "can-i"}, args...)...)
 	answer := strings.TrimSpace(out)
 	switch {
 	case err == nil && answer == "yes":
