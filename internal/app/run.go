@@ -24,6 +24,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -128,6 +129,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Alerts:             alerts,
 		SealedSecrets:      sealedSecrets,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
+		Own: []object.Ref{
+			{Kind: "ConfigMap", Namespace: o.OwnNamespace(), Name: settings.ConfigMapName(o.Lease.Name)},
+			{Kind: "Secret", Namespace: o.OwnNamespace(), Name: o.HashKeySecret},
+		},
 	})
 	if err != nil {
 		return err

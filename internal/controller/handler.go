@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -42,10 +43,28 @@ type configHandler struct {
 
 func (h *configHandler) funcs() handler.TypedEventHandler[client.Object, Request] {
 	return handler.TypedFuncs[client.Object, Request]{
-		CreateFunc: h.create,
-		UpdateFunc: h.update,
-		DeleteFunc: h.delete,
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if !h.own(e.Object) {
+				h.create(ctx, e, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
+			if !h.own(e.ObjectNew) {
+				h.update(ctx, e, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
+			if !h.own(e.Object) {
+				h.delete(ctx, e, q)
+			}
+		},
 	}
+}
+
+// own tells whether obj is one of watcher's own objects (Config.Own),
+// whose writes are no change of configuration.
+func (h *configHandler) own(obj client.Object) bool {
+	return slices.Contains(h.cfg.Own, h.request(obj).Ref)
 }
 
 // create enqueues the creation of an object, so that its users record it

@@ -79,6 +79,9 @@ type Config struct {
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
 	Coalesce, CoalesceMax time.Duration
+	// Own are watcher's own objects (its published settings, its hash
+	// key): their writes are not changes of any workload's configuration.
+	Own []object.Ref
 	// CronJobTrigger creates a Job from a CronJob just restarted (package
 	// trigger).
 	CronJobTrigger bool

@@ -71,7 +71,7 @@ func TestKubectlWatcherExplain(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`\n    b\s+[0-9a-f]{8}\s+[0-9a-f]{8}\s+changed\n`))
 	g.Expect(out).To(MatchRegexp(`Last restarts:\n  \S+  Restarted  Restarted because ConfigMap cfg changed \(keys: a;`))
 
-	out = kubectl("watcher", "graph", "--kubeconfig", kube.Kubeconfig, "-n", ns)
+	out = kubectl("watcher", "graph", "--kubeconfig", kube.Kubeconfig, "-n", ns, "--watcher-namespace", ns)
 	t.Logf("kubectl watcher graph:\n%s", out)
 	g.Expect(out).To(Equal("Deployment " + ns + "/web\n  ConfigMap cfg  every key  envFrom containers[app].envFrom[0]\n"))
 }
