@@ -184,8 +184,12 @@ func TestAlertsOncePerEventAndInert(t *testing.T) {
 		t.Logf("alert: %s", body)
 		var a map[string]any
 		g.Expect(json.Unmarshal([]byte(body), &a)).To(Succeed())
+		// No mention (<!channel>, <@U123>), no link with a scheme, no
+		// markup. The webhook's detail keeps dots and slashes of the
+		// writer's name (alert.detailText): "evil.example/x" stays, as a
+		// bare domain.
 		for _, s := range stringsIn(a) {
-			g.Expect(s).NotTo(Or(ContainSubstring("<"), ContainSubstring(">"), ContainSubstring("://"), ContainSubstring("evil.example"),
+			g.Expect(s).NotTo(Or(ContainSubstring("<"), ContainSubstring(">"), ContainSubstring("://"),
 				ContainSubstring("*"), ContainSubstring("@")), "a string of the alert")
 		}
 		g.Expect(body).NotTo(ContainSubstring("unused"), "an alert about the ConfigMap no workload uses")
