@@ -250,25 +250,29 @@ func stringsIn(v any) []string {
 // TestHugeReloadListCostsLittle (issue 16, item 1): a Deployment whose
 // reload list is 12,000 entries `a{1000}` (about 96 KB; one there when
 // watcher starts, one created while it runs) is refused with a Warning
-// InvalidAnnotation and the error metric; watcher's peak RSS stays under
+// InvalidAnnotation and the error metric; so are lists under the length
+// limit that would compile to large programs (7,000 entries, and 255
+// entries each over the program budget). Watcher's peak RSS stays under
 // the chart's memory limit, and another Deployment still restarts on the
 // change of its ConfigMap.
 func TestHugeReloadListCostsLittle(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
 	limit := chartMemoryLimit(t)
-	list := strings.TrimSuffix(strings.Repeat("a{1000},", 12000), ",")
-	huge := func(name string) *appsv1.Deployment {
+	lists := map[string]string{}
+	huge := func(name string, entries int) *appsv1.Deployment {
+		list := strings.TrimSuffix(strings.Repeat("a{1000},", entries), ",")
+		lists[name] = list
 		d := fixture.Deployment(ns, name, fixture.EnvFrom("", ""))
 		d.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": list}
 		return d
 	}
 	cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "0"})
 	web := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
-	create(t, cm, web, huge("huge-0"))
+	create(t, cm, web, huge("huge-0", 12000))
 	w := startWatcher(t, "watcher", ns)
 	w.WaitReady(t)
-	create(t, huge("huge-1"))
+	create(t, huge("huge-1", 12000), huge("huge-2", 7000), huge("huge-3", 255))
 	waitAdopted(t, web)
 	waitRunning(t, web)
 
@@ -280,12 +284,13 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 			}
 		}
 		return names
-	}, wait, 100*time.Millisecond).Should(ContainElements("huge-0", "huge-1"), "Warning InvalidAnnotation on both")
-	g.Expect(metricValue(t, w, `watcher_errors_total{operation="annotation"}`)).To(BeNumerically(">=", 2))
+	}, wait, 100*time.Millisecond).Should(ContainElements("huge-0", "huge-1", "huge-2", "huge-3"), "Warning InvalidAnnotation on each")
+	t.Logf("InvalidAnnotation: %s", eventNotes(t, ns, "Deployment", "InvalidAnnotation", corev1.EventTypeWarning))
+	g.Expect(metricValue(t, w, `watcher_errors_total{operation="annotation"}`)).To(BeNumerically(">=", 4))
 	setData(t, cm, "a", "1")
 	g.Eventually(func() int { return replicaSets(t, web) }, wait, 20*time.Millisecond).Should(Equal(2), "web restarted")
 	waitRunning(t, web)
-	for _, name := range []string{"huge-0", "huge-1"} {
+	for name := range lists {
 		g.Expect(replicaSets(t, &appsv1.Deployment{ObjectMeta: fixture.Meta(ns, name)})).To(Equal(1), "%s not restarted", name)
 	}
 	select {
@@ -294,8 +299,8 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 	default:
 	}
 	hwm := peakRSS(t, w)
-	t.Logf("watcher's peak RSS (VmHWM) with two %d-byte reload lists: %.1f MiB; the chart's limit: %.0f MiB",
-		len(list), float64(hwm)/(1<<20), float64(limit)/(1<<20))
+	t.Logf("watcher's peak RSS (VmHWM) with reload lists of %d, %d and %d bytes: %.1f MiB; the chart's limit: %.0f MiB",
+		len(lists["huge-0"]), len(lists["huge-2"]), len(lists["huge-3"]), float64(hwm)/(1<<20), float64(limit)/(1<<20))
 	g.Expect(hwm).To(BeNumerically("<", limit), "peak RSS under the chart's memory limit")
 }
 
