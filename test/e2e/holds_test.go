@@ -161,3 +161,58 @@ func TestBurstRollsOnceWithDefaults(t *testing.T) {
 	g.Expect(events(t, ns, "ConfigMap", "Flapping")).To(BeEmpty(), "Flapping Events")
 	g.Expect(events(t, ns, "Deployment", "RestartHeld")).To(BeEmpty(), "RestartHeld Events")
 }
+
+// TestWaveHeldRestartsSurviveRedisStop (issue 16, item 5, the redis lock
+// mode): eight Deployments share a ConfigMap, two rollout slots. Replica A
+// takes the change and starts the first wave; the other restarts wait in
+// the wave when A is stopped with SIGTERM. Replica B, which found the
+// change held by A, restarts every one that A did not, well before the
+// lock's TTL (the default, five minutes): A gives the lock of a change it
+// kept for held restarts up as it stops. Each Deployment rolls exactly
+// once.
+func TestWaveHeldRestartsSurviveRedisStop(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"a": "0"})
+	create(t, cm)
+	var deps []*appsv1.Deployment
+	for i := range 8 {
+		d := slowDeployment(ns, name("app", i), fixture.EnvFrom("shared", ""), 3*time.Second)
+		deps = append(deps, d)
+		create(t, d)
+	}
+	redis := startRedis(t)
+	args := append(redis.Args(), "--max-concurrent-rollouts=2", "--restart-budget=0", "--flap-threshold=0")
+	// B waits two seconds before it looks at a change: A takes it.
+	b := startWatcher(t, "watcher-b", ns, append(args, "--coalesce=2s")...)
+	b.WaitReady(t)
+	for _, d := range deps {
+		waitAdopted(t, d)
+		waitRunning(t, d)
+	}
+	a := startWatcher(t, "watcher-a", ns, args...)
+	a.WaitReady(t)
+
+	setData(t, cm, "a", "1")
+	g.Eventually(func() float64 { return metricValue(t, a, `watcher_restarts_held{reason="wave"}`) }, wait, 20*time.Millisecond).
+		Should(BeNumerically(">", 0), "A holds restarts in the wave")
+	g.Expect(metricValue(t, a, acquisitions("acquired"))).To(Equal(1.0), "A took the change")
+	aRolled := rolled(t, deps)
+	a.Stop()
+	t.Logf("A restarted %d of %d Deployments before SIGTERM", aRolled, len(deps))
+	g.Expect(aRolled).To(BeNumerically("<", len(deps)), "restarts were left waiting")
+
+	start := time.Now()
+	g.Eventually(func() int { return rolled(t, deps) }, wait, 100*time.Millisecond).Should(Equal(len(deps)), "every Deployment rolled")
+	t.Logf("B restarted the other %d within %s", len(deps)-aRolled, time.Since(start).Round(100*time.Millisecond))
+	for _, d := range deps {
+		waitRunning(t, d)
+	}
+	g.Consistently(func() []int {
+		var n []int
+		for _, d := range deps {
+			n = append(n, replicaSets(t, d))
+		}
+		return n
+	}, 3*time.Second, 200*time.Millisecond).Should(HaveEach(2), "ReplicaSets: each Deployment rolled exactly once")
+}
