@@ -19,9 +19,16 @@ const heldRecheck = 10 * time.Second
 // (its users are decided from the newest content anyway). A nil
 // *pendingLocks keeps nothing (the lease mode: a new leader decides every
 // workload again at start).
+//
+// As a manager Runnable it gives the kept locks up, not marked done, when
+// watcher stops: another replica then takes the changes at once and
+// decides their users again from the cluster, rather than after the locks'
+// TTL (five minutes by default).
 type pendingLocks struct {
 	mu    sync.Mutex
 	locks map[Change]pendingLock
+	// closed: watcher is stopping; nothing more is kept.
+	closed bool
 }
 
 type pendingLock struct {
@@ -57,12 +64,39 @@ func (p *pendingLocks) take(req Change, id string) (lock.Lock, lock.Outcome, err
 	return pl.lock, lock.Acquired, nil
 }
 
-// keep keeps the lock l of req's change id.
+// keep keeps the lock l of req's change id; once watcher is stopping, it
+// gives l up instead.
 func (p *pendingLocks) keep(req Change, id string, l lock.Lock) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.locks[req] = pendingLock{id: id, lock: l}
+	closed := p.closed
+	if !closed {
+		p.locks[req] = pendingLock{id: id, lock: l}
+	}
+	p.mu.Unlock()
+	if closed {
+		_ = l.Release(context.Background(), false)
+	}
 }
+
+// Start implements manager.Runnable: when ctx ends (watcher stops), it
+// gives every kept lock up, not marked done.
+func (p *pendingLocks) Start(ctx context.Context) error {
+	<-ctx.Done()
+	p.mu.Lock()
+	p.closed = true
+	locks := p.locks
+	p.locks = map[Change]pendingLock{}
+	p.mu.Unlock()
+	for _, pl := range locks {
+		// The locker bounds each call itself.
+		_ = pl.lock.Release(context.Background(), false)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: the kept locks are given up on every
+// replica.
+func (p *pendingLocks) NeedLeaderElection() bool { return false }
 
 // drop forgets req's kept lock (released by the caller).
 func (p *pendingLocks) drop(req Change) {

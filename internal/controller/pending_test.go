@@ -53,3 +53,41 @@ func TestPendingLocks(t *testing.T) {
 		t.Error("a dropped lock handed out")
 	}
 }
+
+// TestPendingLocksGivenUpOnStop: when watcher stops, the kept locks are
+// given up, not marked done, so another replica takes their changes at
+// once; a lock kept after that is given up at once.
+func TestPendingLocksGivenUpOnStop(t *testing.T) {
+	p := newPendingLocks(sharedLocker{})
+	req := Change{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}
+	l1 := &fakeLock{released: make(chan bool, 1)}
+	p.keep(req, "v1", l1)
+	ctx, stop := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- p.Start(ctx) }()
+	stop()
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case done := <-l1.released:
+		if done {
+			t.Error("the kept lock was marked done")
+		}
+	default:
+		t.Error("the kept lock was not given up")
+	}
+	if l, _, _ := p.take(req, "v1"); l != nil {
+		t.Error("a lock given up is handed out")
+	}
+	l2 := &fakeLock{released: make(chan bool, 1)}
+	p.keep(req, "v2", l2)
+	select {
+	case done := <-l2.released:
+		if done {
+			t.Error("a lock kept while stopping was marked done")
+		}
+	default:
+		t.Error("a lock kept while stopping was kept")
+	}
+}

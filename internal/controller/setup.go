@@ -213,6 +213,11 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if err := mgr.Add(r.guards.Sweeper(mgr.GetLogger().WithName("guards"))); err != nil {
 		return fmt.Errorf("add guards: %w", err)
 	}
+	if r.pending != nil {
+		if err := mgr.Add(r.pending); err != nil {
+			return fmt.Errorf("add pending locks: %w", err)
+		}
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("create discovery client: %w", err)
