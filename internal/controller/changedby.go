@@ -115,12 +115,3 @@ func (r *Reconciler) writers(namespace string, ref refs.Ref) []string {
 	ws := attribution.Of(obj)
 	return attribution.Changed(ws, ws) // none moved: the newest writers
 }
-
-// byWriters says who made a change in a log line or Event: " by a and b",
-// or "" when nobody is known.
-func byWriters(managers []string) string {
-	if len(managers) == 0 {
-		return ""
-	}
-	return " by " + attribution.Join(managers)
-}
