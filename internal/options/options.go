@@ -235,8 +235,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(optionalBool{&o.LocalConfig}, "local-config", "LOCAL_CONFIG", "True: use a kubeconfig; False: use the in-cluster config; empty: a kubeconfig if there is one, else in-cluster")
 
 	bind(list{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated); empty: all")
-	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated)")
-	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated)")
+	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated; * for all)")
+	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated; * for all)")
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
@@ -267,8 +267,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)
 	bind((*stringValue)(&o.HealthAddr), "health-addr", "HEALTH_ADDR", `address of /healthz and /readyz; "0" disables`)
 	bind((*stringValue)(&o.PprofAddr), "pprof-addr", "PPROF_ADDR", `address of Go's /debug/pprof profiles, for diagnosis; "0" disables`)
-	bind(oneOf{&o.LogFormat, []string{"text", "json"}}, "log-format", "LOG_FORMAT", "log format")
-	bind(oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, "log-level", "LOG_LEVEL", "log level")
+	bind(aliased{oneOf{&o.LogFormat, []string{"text", "json"}}, map[string]string{"": "text"}}, "log-format", "LOG_FORMAT", "log format: text or json (Reloader's empty value: text)")
+	bind(aliased{oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, map[string]string{"trace": "debug", "warning": "info", "warn": "info", "fatal": "error", "panic": "error"}},
+		"log-level", "LOG_LEVEL", "log level: debug, info or error (Reloader's trace is debug, warning info, fatal and panic error)")
 	bind(positiveFloat{&o.QPS}, "kube-api-qps", "KUBE_API_QPS", "requests per second to the Kubernetes API")
 	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
 	bind(duration{&o.CacheSyncTimeout}, "cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "longest wait for the caches to fill at start-up, such as 10m; large clusters need more")

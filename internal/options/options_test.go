@@ -288,7 +288,7 @@ func TestParseErrors(t *testing.T) {
 		{"PRINT_TIME negative", "PRINT_TIME", "-1", []string{"PRINT_TIME", "seconds from 0 to"}},
 		{"LOG_FORMAT", "LOG_FORMAT", "xml", []string{"LOG_FORMAT", "text, json"}},
 		{"DISCOVERY", "DISCOVERY", "opt-in", []string{"DISCOVERY", "all, annotated"}},
-		{"LOG_LEVEL", "LOG_LEVEL", "warn", []string{"LOG_LEVEL", "debug, info, error"}},
+		{"LOG_LEVEL", "LOG_LEVEL", "verbose", []string{"LOG_LEVEL", "debug, info, error"}},
 		{"WORKERS zero", "WORKERS", "0", []string{"WORKERS", "number of workers"}},
 		{"RESTART_STRATEGY", "RESTART_STRATEGY", "restartAt", []string{"RESTART_STRATEGY", "annotation, env"}},
 		{"RESTART_BUDGET no period", "RESTART_BUDGET", "5", []string{"RESTART_BUDGET", `"5"`, `"5/1h"`, `"0" to turn it off`}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -27,6 +28,7 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 	fs.SetOutput(usageOut)
 	fs.Usage = func() { Usage(usageOut, fs) }
 	o.BindFlags(fs)
+	reloader := bindReloader(fs)
 	var errs, redisErrs []error
 	if err := parseArgs(fs, args, &redisErrs); err != nil {
 		return nil, err
@@ -52,6 +54,14 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 		if _, ok := getenv("REDIS_HOST"); ok || fs.Changed("redis-host") {
 			o.Lock = LockRedis
 		}
+	}
+	given := func(flag, env string) bool {
+		_, set := getenv(env)
+		return fs.Changed(flag) || set
+	}
+	_, inReloaderDeployment := getenv("RELOADER_NAMESPACE")
+	if err := o.applyReloader(reloader, fs, given, inReloaderDeployment); err != nil {
+		errs = append(errs, err)
 	}
 	redisErrs = append(redisErrs, o.validateRedis()...)
 	if o.Lock == LockRedis {
@@ -133,7 +143,14 @@ func Usage(w io.Writer, fs *pflag.FlagSet) {
 		"Run `watcher explain --help` for theirs.\n\n"+
 		"Every flag can also be set through the environment variable shown;\n"+
 		"the command line wins over the environment.\n\nFlags:\n")
+	var reloader []string
 	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			if len(f.Annotations[reloaderAnnotation]) > 0 {
+				reloader = append(reloader, "--"+f.Name)
+			}
+			return
+		}
 		env := "KUBECONFIG"
 		if e := f.Annotations[envAnnotation]; len(e) > 0 {
 			env = e[0]
@@ -144,4 +161,8 @@ func Usage(w io.Writer, fs *pflag.FlagSet) {
 		}
 		fmt.Fprintf(w, "  --%s %s\n        env %s, default %s\n        %s\n", f.Name, f.Value.Type(), env, def, f.Usage)
 	})
+	if len(reloader) > 0 {
+		fmt.Fprintf(w, "\nStakater Reloader's flags are accepted too, with Reloader's meaning mapped onto\n"+
+			"the settings above (docs/reloader.md): %s.\n", strings.Join(reloader, ", "))
+	}
 }

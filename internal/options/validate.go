@@ -51,6 +51,9 @@ func (o *Options) validate() []error {
 		{"ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", o.IgnoreSecretNamespaces},
 	} {
 		for _, ns := range n.names {
+			if ns == AllNamespaces && n.flag != "namespaces" {
+				continue
+			}
 			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 				p.add(n.flag, n.env, "%q is not a namespace name: %s", ns, msgs[0])
 			}

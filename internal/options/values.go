@@ -136,6 +136,19 @@ func (o oneOf) Set(v string) error {
 	return fmt.Errorf("want one of %s", strings.Join(o.allowed, ", "))
 }
 
+// aliased is a oneOf that also takes other names of its values.
+type aliased struct {
+	oneOf
+	aliases map[string]string
+}
+
+func (a aliased) Set(v string) error {
+	if to, ok := a.aliases[strings.ToLower(strings.TrimSpace(v))]; ok {
+		v = to
+	}
+	return a.oneOf.Set(v)
+}
+
 // secret is a string that is never shown: not in --help, not in errors.
 type secret struct{ s *string }
 

@@ -139,7 +139,7 @@ func (r *Resolver) Refs(obj client.Object) ([]refs.Ref, error) {
 	}
 	out := make([]refs.Ref, 0, len(uses))
 	for _, u := range uses {
-		if !r.ignored[u.Kind][obj.GetNamespace()] {
+		if !r.isIgnored(u.Kind, obj.GetNamespace()) {
 			out = append(out, u)
 		}
 	}
@@ -161,7 +161,7 @@ func (r *Resolver) Wildcards(obj client.Object) []refs.Kind {
 			continue
 		}
 		for _, match := range m.Matches(obj) {
-			if !r.ignored[match.Kind][obj.GetNamespace()] && !slices.Contains(out, match.Kind) {
+			if !r.isIgnored(match.Kind, obj.GetNamespace()) && !slices.Contains(out, match.Kind) {
 				out = append(out, match.Kind)
 			}
 		}
@@ -223,7 +223,7 @@ func (r *Resolver) matched(obj client.Object, s Source, configs Configs) ([][]re
 	}
 	var out [][]refs.Ref
 	for _, match := range m.Matches(obj) {
-		if r.ignored[match.Kind][obj.GetNamespace()] {
+		if r.isIgnored(match.Kind, obj.GetNamespace()) {
 			continue
 		}
 		found, err := expand(match, obj.GetNamespace(), configs)
@@ -315,4 +315,13 @@ func set(items []string) map[string]bool {
 		m[it] = true
 	}
 	return m
+}
+
+// AllNamespaces, among the ignored namespaces of a kind, ignores the kind
+// in every namespace.
+const AllNamespaces = "*"
+
+// isIgnored tells whether references of kind in namespace are ignored.
+func (r *Resolver) isIgnored(kind refs.Kind, namespace string) bool {
+	return r.ignored[kind][namespace] || r.ignored[kind][AllNamespaces]
 }

@@ -85,7 +85,7 @@ func (r *Resolver) Explain(obj client.Object, configs Configs) ([]Origin, error)
 	}
 	out := make([]Origin, 0, len(uses))
 	for _, u := range uses {
-		out = append(out, Origin{Ref: u, Sources: found[u.ID()], Ignored: r.ignored[u.Kind][obj.GetNamespace()]})
+		out = append(out, Origin{Ref: u, Sources: found[u.ID()], Ignored: r.isIgnored(u.Kind, obj.GetNamespace())})
 	}
 	return out, nil
 }

@@ -1,0 +1,105 @@
+package options_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/watcher-dev/watcher/internal/options"
+)
+
+// TestReloaderFlags: Reloader's arguments start watcher with Reloader's
+// meaning mapped onto watcher's settings; those watcher cannot honour yet
+// stop it with a message naming the flag.
+func TestReloaderFlags(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1], true
+				}
+			}
+			return "", false
+		}
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		env   func(string) (string, bool)
+		check func(*options.Options) string
+		err   string
+	}{
+		{name: "no Reloader argument: watcher's defaults", env: env(),
+			check: want("discovery", "all", func(o *options.Options) string { return o.Discovery })},
+		{name: "Reloader's chart defaults: annotated, as Reloader", args: []string{"--log-level=info"}, env: env("RELOADER_NAMESPACE", "reloader"),
+			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
+		{name: "auto-reload-all", args: []string{"--auto-reload-all=true", "--log-format="}, env: env(),
+			check: want("discovery", "all", func(o *options.Options) string { return o.Discovery })},
+		{name: "a watcher setting wins", args: []string{"--auto-reload-all"}, env: env("DISCOVERY", "annotated"),
+			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
+		{name: "reload-strategy env-vars", args: []string{"--reload-strategy=env-vars"}, env: env(),
+			check: want("strategy", "env", func(o *options.Options) string { return o.RestartStrategy })},
+		{name: "reload-strategy annotations", args: []string{"--reload-strategy=annotations"}, env: env(),
+			check: want("strategy", "annotation", func(o *options.Options) string { return o.RestartStrategy })},
+		{name: "namespaces-to-ignore", args: []string{"--namespaces-to-ignore=team-a,team-b"}, env: env(),
+			check: want("ignored", "true true", func(o *options.Options) string {
+				return has(o.IgnoreConfigMapNamespaces, "team-b") + " " + has(o.IgnoreSecretNamespaces, "team-a")
+			})},
+		{name: "resources-to-ignore secrets", args: []string{"--resources-to-ignore=secrets"}, env: env(),
+			check: want("ignored secrets", "*", func(o *options.Options) string { return strings.Join(o.IgnoreSecretNamespaces, ",") })},
+		{name: "resource-label-selector, Reloader's forms", args: []string{"--resource-label-selector=reloader:enabled,team:*"}, env: env(),
+			check: want("config selector", "reloader=enabled,team", func(o *options.Options) string { return o.ConfigSelector })},
+		{name: "enable-pprof", args: []string{"--enable-pprof"}, env: env(),
+			check: want("pprof", ":6060", func(o *options.Options) string { return o.PprofAddr })},
+		{name: "log levels", args: []string{"--log-level=trace"}, env: env(),
+			check: want("level", "debug", func(o *options.Options) string { return o.LogLevel })},
+		{name: "noted flags", args: []string{"--enable-ha=true", "--is-Argo-Rollouts=true", "--sync-after-restart=true", "--ignored-workload-types=jobs"}, env: env(),
+			check: want("notes", "true", func(o *options.Options) string {
+				n := strings.Join(o.Notes, "\n")
+				return has([]string{"true"}, map[bool]string{true: "true"}[strings.Contains(n, "--enable-ha") && strings.Contains(n, "--is-Argo-Rollouts") && strings.Contains(n, "restarts no Job")])
+			})},
+		{name: "Reloader's own keys are accepted", args: []string{"--configmap-annotation", "configmap.reloader.stakater.com/reload"}, env: env(),
+			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
+		{name: "another key is refused", args: []string{"--configmap-annotation", "example.com/reload"}, env: env(), err: "--configmap-annotation"},
+		{name: "namespace-selector refused", args: []string{"--namespace-selector=team:a"}, env: env(), err: "--namespace-selector"},
+		{name: "csi refused", args: []string{"--enable-csi-integration=true"}, env: env(), err: "--enable-csi-integration"},
+		{name: "webhook-url refused", args: []string{"--webhook-url", "https://hooks.example/x"}, env: env(), err: "--webhook-url"},
+		{name: "cronjobs refused", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(), err: "cronjobs"},
+		{name: "bad resource", args: []string{"--resources-to-ignore=pods"}, env: env(), err: "configmaps or secrets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := options.Parse(tt.args, tt.env, io.Discard)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Parse(%v) = %v, want an error with %q", tt.args, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%v): %v", tt.args, err)
+			}
+			if msg := tt.check(o); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+func want(what, value string, get func(*options.Options) string) func(*options.Options) string {
+	return func(o *options.Options) string {
+		if got := get(o); got != value {
+			return what + ": got " + got + ", want " + value
+		}
+		return ""
+	}
+}
+
+func has(list []string, item string) string {
+	for _, x := range list {
+		if x == item {
+			return "true"
+		}
+	}
+	return "false"
+}
