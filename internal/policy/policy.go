@@ -45,6 +45,10 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +121,20 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	if out.Refused = refused(p); out.Refused != nil {
 		return out
 	}
+	// Equal selectors of one policy are parsed once.
+	parsed := map[string]parsedSelector{}
+	selector := func(s *metav1.LabelSelector) (labels.Selector, error) {
+		if s == nil {
+			return nil, nil
+		}
+		key := selectorText(s)
+		if r, ok := parsed[key]; ok {
+			return r.sel, r.err
+		}
+		sel, err := selector(s)
+		parsed[key] = parsedSelector{sel, err}
+		return sel, err
+	}
 	for i, s := range p.Spec.Sources {
 		sel, err := selector(s.Selector)
 		if err != nil {
@@ -159,6 +177,32 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 		return labels.Nothing(), err
 	}
 	return sel, nil
+}
+
+// parsedSelector is a selector parsed, or why it does not parse.
+type parsedSelector struct {
+	sel labels.Selector
+	err error
+}
+
+// selectorText tells label selectors apart: equal texts, equal selectors.
+func selectorText(s *metav1.LabelSelector) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
+		b.WriteString(strconv.Quote(k))
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(s.MatchLabels[k]))
+		b.WriteByte(',')
+	}
+	for _, e := range s.MatchExpressions {
+		b.WriteByte(';')
+		b.WriteString(strconv.Quote(e.Key))
+		b.WriteString(strconv.Quote(string(e.Operator)))
+		for _, v := range e.Values {
+			b.WriteString(strconv.Quote(v))
+		}
+	}
+	return b.String()
 }
 
 // Key returns "namespace/name".
