@@ -104,6 +104,17 @@ type Target struct {
 	Kind     string
 	Name     string
 	Selector labels.Selector
+	// key is selectorKey(Selector), when Compile made the target; "": not
+	// worked out yet.
+	key string
+}
+
+// selectorKey returns selectorKey(t.Selector), worked out once by Compile.
+func (t Target) selectorKey() string {
+	if t.key != "" {
+		return t.key
+	}
+	return selectorKey(t.Selector)
 }
 
 // Compile reads p. A policy over a limit is not parsed: it is returned
@@ -132,7 +143,7 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 			return r.sel, r.err
 		}
 		sel, err := selector(s)
-		parsed[key] = parsedSelector{sel, err}
+		parsed[key] = parsedSelector{sel, selectorKey(sel), err}
 		return sel, err
 	}
 	for i, s := range p.Spec.Sources {
@@ -151,7 +162,11 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 		if err != nil {
 			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.targets[%d].selector: %w", i, err))
 		}
-		out.Targets = append(out.Targets, Target{Kind: string(t.Kind), Name: t.Name, Selector: sel})
+		target := Target{Kind: string(t.Kind), Name: t.Name, Selector: sel}
+		if sel != nil {
+			target.key = parsed[selectorText(t.Selector)].key
+		}
+		out.Targets = append(out.Targets, target)
 	}
 	for i, w := range p.Spec.MaintenanceWindows {
 		pw, err := ParseWindow(w)
@@ -182,6 +197,7 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 // parsedSelector is a selector parsed, or why it does not parse.
 type parsedSelector struct {
 	sel labels.Selector
+	key string // selectorKey(sel)
 	err error
 }
 
@@ -255,6 +271,11 @@ func orNone(l labels.Labels) labels.Labels {
 		return labels.Set(nil)
 	}
 	return l
+}
+
+// target returns s as a Target, for the index (see view).
+func (s Source) target() Target {
+	return Target{Kind: string(s.Kind), Name: s.Name, Selector: s.Selector}
 }
 
 // ref returns the reference s makes to the object name: every key, or the

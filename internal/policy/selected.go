@@ -84,7 +84,7 @@ func (s *selection) of(t Target) ([]workload.Key, error) {
 		}
 		return []workload.Key{{Kind: t.Kind, Namespace: s.namespace, Name: t.Name}}, nil
 	}
-	key := t.Kind + "\x00" + selectorKey(t.Selector)
+	key := t.Kind + "\x00" + t.selectorKey()
 	if keys, ok := s.answers[key]; ok {
 		return keys, nil
 	}

@@ -108,12 +108,12 @@ func (v *view) add(p *Policy) {
 	// 26 selectors, not 200,000.
 	if p.Targets != nil {
 		for i, t := range p.Targets {
-			p.Targets[i].Selector = v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, p.Name, 1)
+			p.Targets[i].Selector = v.index(v.targetNames, v.targetSels, t, p.Name, 1)
 		}
 		return
 	}
 	for i, s := range p.Sources {
-		p.Sources[i].Selector = v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, p.Name, 1)
+		p.Sources[i].Selector = v.index(v.sourceNames, v.sourceSels, s.target(), p.Name, 1)
 	}
 }
 
@@ -130,11 +130,11 @@ func (v *view) remove(name string) {
 		return
 	}
 	for _, t := range p.Targets {
-		v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, name, -1)
+		v.index(v.targetNames, v.targetSels, t, name, -1)
 	}
 	if p.Targets == nil {
 		for _, s := range p.Sources {
-			v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, name, -1)
+			v.index(v.sourceNames, v.sourceSels, s.target(), name, -1)
 		}
 	}
 }
@@ -147,9 +147,10 @@ func (v *view) changed() {
 }
 
 // index adds (delta 1) or removes (-1) the policy to or from the entry of
-// one target or source: by name, or by selector. It returns the selector
-// of the entry (equal to sel): nil for one by name.
-func (v *view) index(names map[string]map[string]bool, sels map[string]map[string]*group, kind, name string, sel labels.Selector, policy string, delta int) labels.Selector {
+// t, a target or source: by name, or by selector. It returns the selector
+// of the entry (equal to t's): nil for one by name.
+func (v *view) index(names map[string]map[string]bool, sels map[string]map[string]*group, t Target, policy string, delta int) labels.Selector {
+	kind, name, sel := t.Kind, t.Name, t.Selector
 	if sel == nil {
 		k := kind + "/" + name
 		if delta > 0 {
@@ -165,7 +166,7 @@ func (v *view) index(names map[string]map[string]bool, sels map[string]map[strin
 		}
 		return nil
 	}
-	key := selectorKey(sel)
+	key := t.selectorKey()
 	byKind := sels[kind]
 	if byKind == nil {
 		byKind = map[string]*group{}

@@ -74,10 +74,10 @@ type Watcher struct {
 	initial   int
 	initialNS map[string]bool
 	stop      context.CancelFunc
-	checked bool // the discovery API answered once
-	absent  absence
-	said    bool // "policies are off" was logged
-	changed func(policy string, workloads []workload.Key)
+	checked   bool // the discovery API answered once
+	absent    absence
+	said      bool // "policies are off" was logged
+	changed   func(policy string, workloads []workload.Key)
 
 	// shared holds one map for each distinct matchLabels of the stored
 	// policies (see slim); at most maxShared.
@@ -399,12 +399,12 @@ func (w *Watcher) set(obj any) {
 	if !ok {
 		return
 	}
-	next := Compile(p)
 	old := w.Index.Get(p.Namespace, p.Name)
-	if old != nil && old.Generation == next.Generation {
-		w.notify(next.Key(), nil) // a status write: nothing changes
+	if old != nil && old.Generation == p.Generation {
+		w.notify(old.Key(), nil) // a status write: nothing changes
 		return
 	}
+	next := Compile(p)
 	w.Index.Set(next)
 	w.apply(old, next)
 }
