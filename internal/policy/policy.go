@@ -109,6 +109,12 @@ type Target struct {
 	key string
 }
 
+// same tells whether t and o select the same workloads, listed alike.
+func (t Target) same(o Target) bool {
+	return t.Kind == o.Kind && t.Name == o.Name && (t.Selector == nil) == (o.Selector == nil) &&
+		(t.Selector == nil || t.selectorKey() == o.selectorKey())
+}
+
 // selectorKey returns selectorKey(t.Selector), worked out once by Compile.
 func (t Target) selectorKey() string {
 	if t.key != "" {
@@ -166,7 +172,10 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 		if sel != nil {
 			target.key = parsed[selectorText(t.Selector)].key
 		}
-		out.Targets = append(out.Targets, target)
+		// A target listed twice selects nothing more: it is kept once.
+		if !slices.ContainsFunc(out.Targets, target.same) {
+			out.Targets = append(out.Targets, target)
+		}
 	}
 	for i, w := range p.Spec.MaintenanceWindows {
 		pw, err := ParseWindow(w)

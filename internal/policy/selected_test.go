@@ -97,10 +97,15 @@ func TestIndexSelected(t *testing.T) {
 
 // TestEqualSelectorsShared: equal selectors of a namespace's policies, and
 // of one policy, are one value (2,000 policies of 100 targets on 26
-// selectors hold 26), and a policy removed leaves the others' intact.
+// selectors hold 26), a target listed twice is kept once, and a policy
+// removed leaves the others' intact.
 func TestEqualSelectorsShared(t *testing.T) {
 	ix := NewIndex()
-	a := targetPolicy("a", v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "x")}, v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "x")})
+	a := targetPolicy("a", v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "x")}, v1alpha1.Target{Kind: "StatefulSet", Selector: sel("tier", "x")},
+		v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "x")})
+	if len(a.Targets) != 2 {
+		t.Errorf("a target listed twice is kept %d times in all, want once: %v", len(a.Targets)-1, a.Targets)
+	}
 	b := targetPolicy("b", v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "x")}, v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", "y")})
 	// A parsed selector is a slice: one value, one backing array.
 	same := func(x, y labels.Selector) bool { return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer() }

@@ -79,21 +79,21 @@ type Watcher struct {
 	said      bool // "policies are off" was logged
 	changed   func(policy string, workloads []workload.Key)
 
-	// shared holds one map for each distinct matchLabels of the stored
-	// policies (see slim); at most maxShared.
+	// shared holds one value for each distinct target selector of the
+	// stored policies (see slim); at most maxShared.
 	sharedMu sync.Mutex
-	shared   map[string]map[string]string
+	shared   map[string]*metav1.LabelSelector
 }
 
-// maxShared bounds the distinct matchLabels maps Watcher shares: past it,
-// it starts again empty.
+// maxShared bounds the distinct selectors Watcher shares: past it, it
+// starts again empty.
 const maxShared = 4096
 
 // slim is the transform of the policy informers: it drops what watcher
 // never reads of a ReloadPolicy (its managed fields), and makes equal
-// matchLabels of the targets share one map (read only, like every stored
-// object): 2,000 policies of 100 targets on 26 selectors hold 26 maps,
-// not 200,000 (the informer's objects were most of watcher's heap).
+// selectors of the targets share one value (read only, like every stored
+// object): 2,000 policies of 100 targets on 26 selectors hold 26, not
+// 200,000 (the informer's objects were most of watcher's heap).
 func (w *Watcher) slim(obj any) (any, error) {
 	p, ok := obj.(*v1alpha1.ReloadPolicy)
 	if !ok {
@@ -104,19 +104,19 @@ func (w *Watcher) slim(obj any) (any, error) {
 	defer w.sharedMu.Unlock()
 	for i := range p.Spec.Targets {
 		s := p.Spec.Targets[i].Selector
-		if s == nil || len(s.MatchLabels) == 0 {
+		if s == nil {
 			continue
 		}
-		key := selectorText(&metav1.LabelSelector{MatchLabels: s.MatchLabels})
-		m, ok := w.shared[key]
+		key := selectorText(s)
+		shared, ok := w.shared[key]
 		if !ok {
 			if w.shared == nil || len(w.shared) >= maxShared {
-				w.shared = map[string]map[string]string{}
+				w.shared = map[string]*metav1.LabelSelector{}
 			}
-			m = s.MatchLabels
-			w.shared[key] = m
+			shared = s
+			w.shared[key] = shared
 		}
-		s.MatchLabels = m
+		p.Spec.Targets[i].Selector = shared
 	}
 	return p, nil
 }
