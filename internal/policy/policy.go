@@ -138,22 +138,33 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	if out.Refused = refused(p); out.Refused != nil {
 		return out
 	}
-	// Equal selectors of one policy are parsed once.
-	parsed := map[string]parsedSelector{}
-	selector := func(s *metav1.LabelSelector) (labels.Selector, error) {
+	// Equal selectors of one policy are parsed once (the informer makes
+	// them one value: see Watcher.slim).
+	parsed := map[*metav1.LabelSelector]parsedSelector{}
+	byText := map[string]parsedSelector{}
+	parse := func(s *metav1.LabelSelector) parsedSelector {
+		if r, ok := parsed[s]; ok {
+			return r
+		}
+		key := selectorText(s)
+		r, ok := byText[key]
+		if !ok {
+			sel, err := selector(s)
+			r = parsedSelector{sel, selectorKey(sel), err}
+			byText[key] = r
+		}
+		parsed[s] = r
+		return r
+	}
+	compiled := func(s *metav1.LabelSelector) (labels.Selector, error) {
 		if s == nil {
 			return nil, nil
 		}
-		key := selectorText(s)
-		if r, ok := parsed[key]; ok {
-			return r.sel, r.err
-		}
-		sel, err := selector(s)
-		parsed[key] = parsedSelector{sel, selectorKey(sel), err}
-		return sel, err
+		r := parse(s)
+		return r.sel, r.err
 	}
 	for i, s := range p.Spec.Sources {
-		sel, err := selector(s.Selector)
+		sel, err := compiled(s.Selector)
 		if err != nil {
 			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.sources[%d].selector: %w", i, err))
 		}
@@ -164,13 +175,13 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 		out.Sources = append(out.Sources, Source{Kind: refs.Kind(s.Kind), Name: s.Name, Selector: sel, Keys: keys})
 	}
 	for i, t := range p.Spec.Targets {
-		sel, err := selector(t.Selector)
+		sel, err := compiled(t.Selector)
 		if err != nil {
 			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.targets[%d].selector: %w", i, err))
 		}
 		target := Target{Kind: string(t.Kind), Name: t.Name, Selector: sel}
 		if sel != nil {
-			target.key = parsed[selectorText(t.Selector)].key
+			target.key = parse(t.Selector).key
 		}
 		// A target listed twice selects nothing more: it is kept once.
 		if !slices.ContainsFunc(out.Targets, target.same) {
