@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,13 @@ type Watcher struct {
 	shared   map[string]*metav1.LabelSelector
 }
 
+// targetKinds holds the kinds a target may name.
+var targetKinds = map[v1alpha1.TargetKind]v1alpha1.TargetKind{
+	v1alpha1.TargetDeployment: v1alpha1.TargetDeployment, v1alpha1.TargetStatefulSet: v1alpha1.TargetStatefulSet,
+	v1alpha1.TargetDaemonSet: v1alpha1.TargetDaemonSet, v1alpha1.TargetCronJob: v1alpha1.TargetCronJob,
+	v1alpha1.TargetRollout: v1alpha1.TargetRollout,
+}
+
 // maxShared bounds the distinct selectors Watcher shares: past it, it
 // starts again empty.
 const maxShared = 4096
@@ -100,9 +108,14 @@ func (w *Watcher) slim(obj any) (any, error) {
 		return obj, nil
 	}
 	p.ManagedFields = nil
+	// The decoder grew the list as it read it: kept at its length.
+	p.Spec.Targets = slices.Clone(p.Spec.Targets)
 	w.sharedMu.Lock()
 	defer w.sharedMu.Unlock()
 	for i := range p.Spec.Targets {
+		if k, ok := targetKinds[p.Spec.Targets[i].Kind]; ok {
+			p.Spec.Targets[i].Kind = k // one string per kind, not per target
+		}
 		s := p.Spec.Targets[i].Selector
 		if s == nil {
 			continue
