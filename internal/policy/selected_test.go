@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -121,5 +123,34 @@ func TestEqualSelectorsShared(t *testing.T) {
 	web := deploy("web", map[string]string{"tier": "x"}, false)
 	if got := names(ix.Targeting(web)); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("Targeting after a's removal = %v; want [b]", got)
+	}
+}
+
+// TestStatusWriterSharesSelection: the Ready conditions of 50 policies
+// worked out by the status writer within selectionTTL list the
+// namespace's Deployments once, not once per policy; after selectionTTL
+// they are listed again (a target that appeared is seen).
+func TestStatusWriterSharesSelection(t *testing.T) {
+	st := &listing{}
+	st.deployments = append(st.deployments, deploy("d0", map[string]string{"tier": "0"}, false))
+	s := &StatusWriter{watcher: &Watcher{Store: st}}
+	ready := func(i int) string {
+		p := targetPolicy(fmt.Sprintf("p%d", i), v1alpha1.Target{Kind: "Deployment", Selector: sel("tier", fmt.Sprint(i%2))})
+		c, err := readyIn(p, st, s.selection("shop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Message
+	}
+	for i := range 50 {
+		ready(i)
+	}
+	if st.lists != 1 {
+		t.Errorf("50 policies listed the Deployments %d times, want once", st.lists)
+	}
+	st.deployments = append(st.deployments, deploy("d1", map[string]string{"tier": "1"}, false))
+	time.Sleep(selectionTTL)
+	if msg := ready(1); st.lists != 2 || strings.Contains(msg, "Deployment") {
+		t.Errorf("after %s: %d lists, %q; want 2 and the target found (only the source missing)", selectionTTL, st.lists, msg)
 	}
 }
