@@ -222,20 +222,33 @@ type parsedSelector struct {
 }
 
 // selectorText tells label selectors apart: equal texts, equal selectors.
+// Each string is written after its length, so that no key or value (the
+// API server does not check those of a ReloadPolicy) can pass for two.
 func selectorText(s *metav1.LabelSelector) string {
 	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
-		b.WriteString(strconv.Quote(k))
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(s.MatchLabels[k]))
-		b.WriteByte(',')
+	str := func(v string) {
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	if len(s.MatchLabels) == 1 {
+		for k, v := range s.MatchLabels {
+			str(k)
+			str(v)
+		}
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
+			str(k)
+			str(s.MatchLabels[k])
+		}
 	}
 	for _, e := range s.MatchExpressions {
 		b.WriteByte(';')
-		b.WriteString(strconv.Quote(e.Key))
-		b.WriteString(strconv.Quote(string(e.Operator)))
+		str(e.Key)
+		str(string(e.Operator))
+		b.WriteString(strconv.Itoa(len(e.Values)))
 		for _, v := range e.Values {
-			b.WriteString(strconv.Quote(v))
+			str(v)
 		}
 	}
 	return b.String()

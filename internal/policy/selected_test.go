@@ -154,3 +154,28 @@ func TestStatusWriterSharesSelection(t *testing.T) {
 		t.Errorf("after %s: %d lists, %q; want 2 and the target found (only the source missing)", selectionTTL, st.lists, msg)
 	}
 }
+
+// TestSelectorText: selectors that differ have different texts, however
+// their keys and values are cut; equal ones (matchLabels in any order)
+// have the same.
+func TestSelectorText(t *testing.T) {
+	expr := func(key string, values ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}}}
+	}
+	distinct := []*metav1.LabelSelector{
+		{}, sel("a", "b"), sel("a", "b", "c", "d"), sel("a", "b3:c", "d", ""), sel("a", "b1:c"), sel("a1:b", ""),
+		expr("a", "b", "c"), expr("a", "bc"), expr("a", "b"), expr("a"),
+		{MatchLabels: map[string]string{"a": "b"}, MatchExpressions: expr("c", "d").MatchExpressions},
+	}
+	seen := map[string]int{}
+	for i, s := range distinct {
+		text := selectorText(s)
+		if j, ok := seen[text]; ok {
+			t.Errorf("selectors %d and %d have the same text %q", j, i, text)
+		}
+		seen[text] = i
+	}
+	if a, b := selectorText(sel("a", "1", "b", "2")), selectorText(sel("b", "2", "a", "1")); a != b {
+		t.Errorf("equal selectors: %q, %q", a, b)
+	}
+}
