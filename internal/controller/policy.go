@@ -51,6 +51,14 @@ func (s policySource) Start(_ context.Context, q workqueue.TypedRateLimitingInte
 			s.p.Status.Enqueue(name)
 		}
 	})
+	// The policies indexed before the controller started (a standby that
+	// takes the lease over, or an initial list applied first) were handed
+	// to no one: their status is looked at now.
+	if s.p.Status != nil && s.p.Index != nil {
+		for _, name := range s.p.Index.Keys() {
+			s.p.Status.Enqueue(name)
+		}
+	}
 	return nil
 }
 

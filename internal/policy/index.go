@@ -73,6 +73,22 @@ func (ix *Index) Clear() []*Policy {
 	return out
 }
 
+// Keys returns the key ("namespace/name") of every policy, in no order.
+func (ix *Index) Keys() []string {
+	if ix == nil {
+		return nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var out []string
+	for _, v := range ix.byNS {
+		for _, p := range v.policies {
+			out = append(out, p.Key())
+		}
+	}
+	return out
+}
+
 // Get returns the policy namespace/name, or nil.
 func (ix *Index) Get(namespace, name string) *Policy {
 	if ix == nil {

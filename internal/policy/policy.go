@@ -45,6 +45,10 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +104,23 @@ type Target struct {
 	Kind     string
 	Name     string
 	Selector labels.Selector
+	// key is selectorKey(Selector), when Compile made the target; "": not
+	// worked out yet.
+	key string
+}
+
+// same tells whether t and o select the same workloads, listed alike.
+func (t Target) same(o Target) bool {
+	return t.Kind == o.Kind && t.Name == o.Name && (t.Selector == nil) == (o.Selector == nil) &&
+		(t.Selector == nil || t.selectorKey() == o.selectorKey())
+}
+
+// selectorKey returns selectorKey(t.Selector), worked out once by Compile.
+func (t Target) selectorKey() string {
+	if t.key != "" {
+		return t.key
+	}
+	return selectorKey(t.Selector)
 }
 
 // Compile reads p. A policy over a limit is not parsed: it is returned
@@ -117,8 +138,33 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	if out.Refused = refused(p); out.Refused != nil {
 		return out
 	}
+	// Equal selectors of one policy are parsed once (the informer makes
+	// them one value: see Watcher.slim).
+	parsed := map[*metav1.LabelSelector]parsedSelector{}
+	byText := map[string]parsedSelector{}
+	parse := func(s *metav1.LabelSelector) parsedSelector {
+		if r, ok := parsed[s]; ok {
+			return r
+		}
+		key := selectorText(s)
+		r, ok := byText[key]
+		if !ok {
+			sel, err := selector(s)
+			r = parsedSelector{sel, selectorKey(sel), err}
+			byText[key] = r
+		}
+		parsed[s] = r
+		return r
+	}
+	compiled := func(s *metav1.LabelSelector) (labels.Selector, error) {
+		if s == nil {
+			return nil, nil
+		}
+		r := parse(s)
+		return r.sel, r.err
+	}
 	for i, s := range p.Spec.Sources {
-		sel, err := selector(s.Selector)
+		sel, err := compiled(s.Selector)
 		if err != nil {
 			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.sources[%d].selector: %w", i, err))
 		}
@@ -129,11 +175,18 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 		out.Sources = append(out.Sources, Source{Kind: refs.Kind(s.Kind), Name: s.Name, Selector: sel, Keys: keys})
 	}
 	for i, t := range p.Spec.Targets {
-		sel, err := selector(t.Selector)
+		sel, err := compiled(t.Selector)
 		if err != nil {
 			out.SelectorErrs = append(out.SelectorErrs, fmt.Errorf("spec.targets[%d].selector: %w", i, err))
 		}
-		out.Targets = append(out.Targets, Target{Kind: string(t.Kind), Name: t.Name, Selector: sel})
+		target := Target{Kind: string(t.Kind), Name: t.Name, Selector: sel}
+		if sel != nil {
+			target.key = parse(t.Selector).key
+		}
+		// A target listed twice selects nothing more: it is kept once.
+		if !slices.ContainsFunc(out.Targets, target.same) {
+			out.Targets = append(out.Targets, target)
+		}
 	}
 	for i, w := range p.Spec.MaintenanceWindows {
 		pw, err := ParseWindow(w)
@@ -159,6 +212,46 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 		return labels.Nothing(), err
 	}
 	return sel, nil
+}
+
+// parsedSelector is a selector parsed, or why it does not parse.
+type parsedSelector struct {
+	sel labels.Selector
+	key string // selectorKey(sel)
+	err error
+}
+
+// selectorText tells label selectors apart: equal texts, equal selectors.
+// Each string is written after its length, so that no key or value (the
+// API server does not check those of a ReloadPolicy) can pass for two.
+func selectorText(s *metav1.LabelSelector) string {
+	var b strings.Builder
+	str := func(v string) {
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	if len(s.MatchLabels) == 1 {
+		for k, v := range s.MatchLabels {
+			str(k)
+			str(v)
+		}
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
+			str(k)
+			str(s.MatchLabels[k])
+		}
+	}
+	for _, e := range s.MatchExpressions {
+		b.WriteByte(';')
+		str(e.Key)
+		str(string(e.Operator))
+		b.WriteString(strconv.Itoa(len(e.Values)))
+		for _, v := range e.Values {
+			str(v)
+		}
+	}
+	return b.String()
 }
 
 // Key returns "namespace/name".
@@ -211,6 +304,11 @@ func orNone(l labels.Labels) labels.Labels {
 		return labels.Set(nil)
 	}
 	return l
+}
+
+// target returns s as a Target, for the index (see view).
+func (s Source) target() Target {
+	return Target{Kind: string(s.Kind), Name: s.Name, Selector: s.Selector}
 }
 
 // ref returns the reference s makes to the object name: every key, or the

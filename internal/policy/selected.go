@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watcher-dev/watcher/internal/slim"
@@ -82,7 +84,7 @@ func (s *selection) of(t Target) ([]workload.Key, error) {
 		}
 		return []workload.Key{{Kind: t.Kind, Namespace: s.namespace, Name: t.Name}}, nil
 	}
-	key := t.Kind + "\x00" + selectorKey(t.Selector)
+	key := t.Kind + "\x00" + t.selectorKey()
 	if keys, ok := s.answers[key]; ok {
 		return keys, nil
 	}
@@ -101,5 +103,59 @@ func (s *selection) of(t Target) ([]workload.Key, error) {
 		}
 	}
 	s.answers[key] = out
+	return out, nil
+}
+
+// selected returns the workloads that the policies of namespace apply to,
+// each once: in one selection, each distinct target of the namespace
+// (by name, or by kind and selector) asked once, whatever the number of
+// policies that list it; then the consumers of the sources of the
+// policies that list no targets.
+func (ix *Index) selected(namespace string, st Workloads) ([]workload.Key, error) {
+	var targets []Target
+	var consumers []*Policy
+	ix.mu.RLock()
+	if v := ix.byNS[namespace]; v != nil {
+		for kind, groups := range v.targetSels {
+			for _, g := range groups {
+				targets = append(targets, Target{Kind: kind, Selector: g.sel})
+			}
+		}
+		for k := range v.targetNames {
+			kind, name, _ := strings.Cut(k, "/")
+			targets = append(targets, Target{Kind: kind, Name: name})
+		}
+		for _, p := range v.policies {
+			if p.Refused == nil && p.Targets == nil {
+				consumers = append(consumers, p)
+			}
+		}
+	}
+	ix.mu.RUnlock()
+	sel := newSelection(namespace, st)
+	seen := map[workload.Key]bool{}
+	var out []workload.Key
+	add := func(keys []workload.Key) {
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	for _, t := range targets {
+		keys, err := sel.of(t)
+		if err != nil {
+			return out, err
+		}
+		add(keys)
+	}
+	for _, p := range consumers {
+		keys, err := Selected(p, st)
+		if err != nil {
+			return out, err
+		}
+		add(keys)
+	}
 	return out, nil
 }

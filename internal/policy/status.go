@@ -44,6 +44,12 @@ const MaxLastRestarts = 10
 // Ready returns the Ready condition of p, whose sources and targets are
 // looked up in st.
 func Ready(p *Policy, st Workloads) (metav1.Condition, error) {
+	return readyIn(p, st, newSelection(p.Namespace, st))
+}
+
+// readyIn returns the Ready condition of p, whose sources are looked up in
+// st and targets in sel, a selection of p's namespace.
+func readyIn(p *Policy, st Workloads, sel *selection) (metav1.Condition, error) {
 	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}
 	switch {
 	case p.Refused != nil:
@@ -66,7 +72,7 @@ func Ready(p *Policy, st Workloads) (metav1.Condition, error) {
 	if err != nil {
 		return c, err
 	}
-	targets, err := missingTargets(p, st)
+	targets, err := missingTargets(p, sel)
 	if err != nil {
 		return c, err
 	}
@@ -108,10 +114,9 @@ func missingSources(p *Policy, st Workloads) ([]string, error) {
 	return out, nil
 }
 
-// missingTargets says which targets of p select no workload of st.
-func missingTargets(p *Policy, st Workloads) ([]string, error) {
+// missingTargets says which targets of p select no workload of sel.
+func missingTargets(p *Policy, sel *selection) ([]string, error) {
 	var out []string
-	sel := newSelection(p.Namespace, st)
 	for _, t := range p.Targets {
 		keys, err := sel.of(t)
 		if err != nil {

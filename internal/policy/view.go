@@ -103,14 +103,17 @@ func (v *view) add(p *Policy) {
 	if p.Coalesce > 0 {
 		v.coalescing[p.Name] = p
 	}
+	// Equal selectors of the namespace's policies share one value (that
+	// of their group): 2,000 policies of 100 targets on 26 selectors hold
+	// 26 selectors, not 200,000.
 	if p.Targets != nil {
-		for _, t := range p.Targets {
-			v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, p.Name, 1)
+		for i, t := range p.Targets {
+			p.Targets[i].Selector = v.index(v.targetNames, v.targetSels, t, p.Name, 1)
 		}
 		return
 	}
-	for _, s := range p.Sources {
-		v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, p.Name, 1)
+	for i, s := range p.Sources {
+		p.Sources[i].Selector = v.index(v.sourceNames, v.sourceSels, s.target(), p.Name, 1)
 	}
 }
 
@@ -127,11 +130,11 @@ func (v *view) remove(name string) {
 		return
 	}
 	for _, t := range p.Targets {
-		v.index(v.targetNames, v.targetSels, t.Kind, t.Name, t.Selector, name, -1)
+		v.index(v.targetNames, v.targetSels, t, name, -1)
 	}
 	if p.Targets == nil {
 		for _, s := range p.Sources {
-			v.index(v.sourceNames, v.sourceSels, string(s.Kind), s.Name, s.Selector, name, -1)
+			v.index(v.sourceNames, v.sourceSels, s.target(), name, -1)
 		}
 	}
 }
@@ -144,8 +147,10 @@ func (v *view) changed() {
 }
 
 // index adds (delta 1) or removes (-1) the policy to or from the entry of
-// one target or source: by name, or by selector.
-func (v *view) index(names map[string]map[string]bool, sels map[string]map[string]*group, kind, name string, sel labels.Selector, policy string, delta int) {
+// t, a target or source: by name, or by selector. It returns the selector
+// of the entry (equal to t's): nil for one by name.
+func (v *view) index(names map[string]map[string]bool, sels map[string]map[string]*group, t Target, policy string, delta int) labels.Selector {
+	kind, name, sel := t.Kind, t.Name, t.Selector
 	if sel == nil {
 		k := kind + "/" + name
 		if delta > 0 {
@@ -153,15 +158,15 @@ func (v *view) index(names map[string]map[string]bool, sels map[string]map[strin
 				names[k] = map[string]bool{}
 			}
 			names[k][policy] = true
-			return
+			return nil
 		}
 		delete(names[k], policy)
 		if len(names[k]) == 0 {
 			delete(names, k)
 		}
-		return
+		return nil
 	}
-	key := selectorKey(sel)
+	key := t.selectorKey()
 	byKind := sels[kind]
 	if byKind == nil {
 		byKind = map[string]*group{}
@@ -181,6 +186,7 @@ func (v *view) index(names map[string]map[string]bool, sels map[string]map[strin
 	if len(byKind) == 0 {
 		delete(sels, kind)
 	}
+	return g.sel
 }
 
 // selectorKey tells selectors apart by what they select: a selector that

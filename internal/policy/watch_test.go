@@ -2,11 +2,14 @@ package policy
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -163,4 +166,71 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 func noSerializer() runtime.NegotiatedSerializer {
 	s, _ := Scheme()
 	return serializer.NewCodecFactory(s).WithoutConversion()
+}
+
+// TestInitialListAppliedAtOnce: the policies of an informer's initial
+// list are only indexed as they come; once the list is in, they are
+// applied together: each workload they select re-indexed and handed on
+// once (not once per policy), every policy handed on for its status, and
+// only then is the watcher synced (the controller starts no worker
+// before).
+func TestInitialListAppliedAtOnce(t *testing.T) {
+	st := &stubStore{}
+	w := &Watcher{Index: NewIndex(), Store: st, Log: logr.Discard(), checked: true, initial: 1}
+	var workloads, statuses []string
+	w.OnChange(func(p string, keys []workload.Key) {
+		for _, k := range keys {
+			workloads = append(workloads, k.String())
+		}
+		if p != "" && len(keys) == 0 {
+			statuses = append(statuses, p)
+		}
+	})
+	for i := range 3 {
+		w.setInitial(&v1alpha1.ReloadPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("p%d", i), Generation: 1},
+			Spec: v1alpha1.ReloadPolicySpec{Sources: []v1alpha1.Source{{Kind: "ConfigMap", Name: "cm"}}, Targets: []v1alpha1.Target{{Kind: "Deployment", Name: "web"}}}})
+	}
+	if len(w.Index.In("shop")) != 3 || len(st.reindexed) != 0 || len(workloads)+len(statuses) != 0 || w.Synced() {
+		t.Fatalf("during the initial list: %d policies, re-indexed %v, handed on %v %v, synced %v; want 3 and nothing else",
+			len(w.Index.In("shop")), st.reindexed, workloads, statuses, w.Synced())
+	}
+	if keys := slices.Sorted(slices.Values(w.Index.Keys())); !slices.Equal(keys, []string{"shop/p0", "shop/p1", "shop/p2"}) {
+		t.Errorf("Keys = %v", keys)
+	}
+	w.applyInitial()
+	slices.Sort(statuses)
+	if !slices.Equal(st.reindexed, []string{"Deployment shop/web"}) || !slices.Equal(workloads, []string{"Deployment shop/web"}) ||
+		!slices.Equal(statuses, []string{"shop/p0", "shop/p1", "shop/p2"}) || !w.Synced() {
+		t.Errorf("applied: re-indexed %v, handed on %v and %v, synced %v; want web once, the 3 policies, synced",
+			st.reindexed, workloads, statuses, w.Synced())
+	}
+}
+
+// TestSlim: the policy informers keep no managed fields, and equal
+// selectors of targets, of one policy or several, are one value.
+func TestSlim(t *testing.T) {
+	w := &Watcher{}
+	policy := func() *v1alpha1.ReloadPolicy {
+		return &v1alpha1.ReloadPolicy{
+			ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+			Spec: v1alpha1.ReloadPolicySpec{Targets: []v1alpha1.Target{
+				{Kind: "Deployment", Selector: sel("tier", "a")}, {Kind: "Deployment", Selector: sel("tier", "a")},
+				{Kind: "Deployment", Selector: sel("tier", "b")}, {Kind: "Deployment", Name: "web"},
+			}},
+		}
+	}
+	var out []*v1alpha1.ReloadPolicy
+	for range 2 {
+		o, err := w.slim(policy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o.(*v1alpha1.ReloadPolicy))
+	}
+	same := func(a, b *metav1.LabelSelector) bool { return a == b }
+	a, b := out[0].Spec.Targets, out[1].Spec.Targets
+	if out[0].ManagedFields != nil || !same(a[0].Selector, a[1].Selector) || !same(a[0].Selector, b[0].Selector) ||
+		same(a[0].Selector, a[2].Selector) || a[2].Selector.MatchLabels["tier"] != "b" {
+		t.Errorf("slim: managed fields %v; tier=a maps shared within and across policies, tier=b apart: %v", out[0].ManagedFields, a)
+	}
 }

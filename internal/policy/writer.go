@@ -34,6 +34,15 @@ const (
 	maxNotFoundRetry = 5 * time.Minute
 )
 
+// selectionTTL is how long the writer reuses what it found of a
+// namespace's workloads for the Ready condition (which target selects
+// one): the statuses of 2,000 policies of 100 targets written (or looked
+// at again) in one second cost one pass over the namespace's workloads
+// per distinct selector, not one per policy. A target that appears is
+// reported at most selectionTTL late, and looked at again then (its
+// adoption restarts the wait: Decided).
+const selectionTTL = time.Second
+
 // StatusWriter writes the status of policies, through the status
 // subresource, by a merge patch, only when it changes. It runs where the
 // controller runs (the leader in the lease mode; every replica in the
@@ -54,6 +63,16 @@ type StatusWriter struct {
 	// retries counts, per policy, the re-checks in a row that found
 	// sources or targets missing.
 	retries map[string]retryState
+
+	// selections are the recent selections of namespaces (selectionTTL);
+	// only the worker uses them.
+	selections map[string]recentSelection
+}
+
+// recentSelection is a selection of one namespace and when it began.
+type recentSelection struct {
+	sel   *selection
+	began time.Time
 }
 
 // retryState counts the re-checks in a row of one policy, at one
@@ -274,7 +293,7 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, gen i
 		p = Compile(cur)
 	}
 	gen = p.Generation
-	ready, err := Ready(p, s.watcher.Store)
+	ready, err := readyIn(p, s.watcher.Store, s.selection(ns))
 	if err != nil {
 		return false, gen, err
 	}
@@ -315,6 +334,26 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, gen i
 	s.applied(key, j)
 	s.log.V(1).Info("Policy status written", "policy", key, "reason", ready.Reason)
 	return retry, gen, nil
+}
+
+// selection returns a selection of the workloads of namespace, begun at
+// most selectionTTL ago.
+func (s *StatusWriter) selection(namespace string) *selection {
+	now := time.Now()
+	if s.selections == nil {
+		s.selections = map[string]recentSelection{}
+	}
+	for ns, r := range s.selections {
+		if now.Sub(r.began) >= selectionTTL {
+			delete(s.selections, ns)
+		}
+	}
+	r, ok := s.selections[namespace]
+	if !ok {
+		r = recentSelection{sel: newSelection(namespace, s.watcher.Store), began: now}
+		s.selections[namespace] = r
+	}
+	return r.sel
 }
 
 // snapshot returns a copy of the journal of key.
