@@ -30,13 +30,14 @@ const (
 
 // Strategy is how a restart is written (see the README's "Restart
 // strategies").
-// +kubebuilder:validation:Enum=annotation;env
+// +kubebuilder:validation:Enum=annotation;env;restarted-at
 type Strategy string
 
 // The restart strategies.
 const (
-	StrategyAnnotation Strategy = "annotation"
-	StrategyEnv        Strategy = "env"
+	StrategyAnnotation  Strategy = "annotation"
+	StrategyEnv         Strategy = "env"
+	StrategyRestartedAt Strategy = "restarted-at"
 )
 
 // Source selects ConfigMaps or Secrets of the policy's namespace, by name or

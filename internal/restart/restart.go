@@ -9,10 +9,16 @@
 //	env         env var WATCHER_CONFIG_HASH = restart ID on every  strategic merge patch
 //	            container and init container (native sidecars
 //	            are init containers)
+//	restarted-  annotation kubectl.kubernetes.io/restartedAt =      JSON merge patch
+//	at          the time of the restart, RFC 3339 (what kubectl
+//	            rollout restart writes)
 //
-// Either way the value is the record's restart ID (plan.Record.RestartID),
-// derived from the recorded hashes alone: the same configuration always
-// yields the same template, so it never rolls the pods twice.
+// For annotation and env the value is the record's restart ID
+// (plan.Record.RestartID), derived from the recorded hashes alone: the same
+// configuration always yields the same template. For restarted-at it is a
+// time, but whether to write at all is decided by the hashes for every
+// strategy (plan.Decide), so none rolls the pods twice for one
+// configuration.
 //
 // A strategy returns only the pod template's part of a patch; the caller
 // adds the record annotations and the resourceVersion precondition, and
@@ -56,7 +62,7 @@ type Workload struct {
 }
 
 // Strategies are the strategies watcher knows, the default first.
-var Strategies = []Strategy{Annotation{}, Env{}}
+var Strategies = []Strategy{Annotation{}, Env{}, RestartedAt{}}
 
 // Default is the strategy used when none is chosen.
 var Default Strategy = Annotation{}
