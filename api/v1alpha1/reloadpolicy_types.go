@@ -30,7 +30,7 @@ const (
 
 // Strategy is how a restart is written (see the README's "Restart
 // strategies").
-// +kubebuilder:validation:Enum=annotation;env;restarted-at
+// +kubebuilder:validation:Enum=annotation;env;restarted-at;evict
 type Strategy string
 
 // The restart strategies.
@@ -38,6 +38,7 @@ const (
 	StrategyAnnotation  Strategy = "annotation"
 	StrategyEnv         Strategy = "env"
 	StrategyRestartedAt Strategy = "restarted-at"
+	StrategyEvict       Strategy = "evict"
 )
 
 // Source selects ConfigMaps or Secrets of the policy's namespace, by name or

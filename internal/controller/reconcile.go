@@ -56,6 +56,8 @@ type Reconciler struct {
 	guards *hold.Guards
 	// pending keeps the locks of changes whose users are held.
 	pending *pendingLocks
+	// evicted remembers the progress of restarts by eviction (evict.go).
+	evicted evictions
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -64,8 +66,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	case Change:
 		return r.processChange(ctx, req)
 	case Workload:
-		_, err := r.reconcileWorkload(ctx, req.Ref)
-		return reconcile.Result{}, err
+		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.evictStep(ctx, req.Ref)
 	}
 	return reconcile.Result{}, nil
 }

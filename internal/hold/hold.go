@@ -265,6 +265,17 @@ func (g *Guards) State(req guard.Request, obj client.Object) string {
 	return st.Encode(string(obj.GetUID()), g.cfg.Sign)
 }
 
+// RestartedAt returns when watcher last restarted obj, from the state kept
+// on it (guard.StateAnnotation, to the second), if it is watcher's own:
+// the evict strategy replaces the pods created before it.
+func (g *Guards) RestartedAt(obj client.Object) (time.Time, bool) {
+	if g == nil {
+		return time.Time{}, false
+	}
+	st, ok := g.state(obj)
+	return st.At, ok
+}
+
 // state reads the guards' state kept on obj, if it is watcher's own.
 func (g *Guards) state(obj client.Object) (guard.State, bool) {
 	v, ok := obj.GetAnnotations()[guard.StateAnnotation]

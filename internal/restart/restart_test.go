@@ -51,9 +51,8 @@ func TestPatch(t *testing.T) {
 		// below is in another zone).
 		restartedAt = `{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-26T10:04:05Z"}}}`
 	)
-	clock := restart.RestartedAt{Now: func() time.Time {
-		return time.Date(2026, 11, 26, 11, 4, 5, 999, time.FixedZone("CET", 3600))
-	}}
+	now := func() time.Time { return time.Date(2026, 11, 26, 11, 4, 5, 999, time.FixedZone("CET", 3600)) }
+	clock, evictAt := restart.RestartedAt{Now: now}, restart.Evict{Now: now}
 	at := func(tmpl string, path ...string) string {
 		for i := len(path) - 1; i >= 0; i-- {
 			tmpl = `{"` + path[i] + `":` + tmpl + `}`
@@ -88,6 +87,11 @@ func TestPatch(t *testing.T) {
 		{"restarted-at Deployment", clock, workload.Deployment, stored(names), types.MergePatchType, at(restartedAt, "spec", "template")},
 		{"restarted-at nested template", clock, cronJob, stored(names), types.MergePatchType, at(restartedAt, "spec", "jobTemplate", "spec", "template")},
 		{"restarted-at custom resource", clock, rollout, stored(nil), types.MergePatchType, at(restartedAt, "spec", "template")},
+		{"evict Deployment: the template untouched", restart.Evict{}, workload.Deployment, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict StatefulSet: the template untouched", restart.Evict{}, workload.StatefulSet, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict DaemonSet: the template untouched", restart.Evict{}, workload.DaemonSet, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict Argo Rollout: Argo's restartAt", evictAt, rollout, stored(names), types.MergePatchType, `{"spec":{"restartAt":"2026-11-26T10:04:05Z"}}`},
+		{"evict CronJob, no pods to evict: annotation", restart.Evict{}, cronJob, stored(names), types.MergePatchType, at(annotation, "spec", "jobTemplate", "spec", "template")},
 		{"env names unreadable: annotation", restart.Env{}, workload.Deployment, stored(map[string]string{restart.ContainersAnnotation: ";init"}), types.MergePatchType, at(annotation, "spec", "template")},
 	}
 	for _, tt := range tests {
@@ -168,6 +172,7 @@ func TestFor(t *testing.T) {
 		{map[string]string{restart.StrategyAnnotation: "annotation"}, "annotation", false},
 		{map[string]string{restart.StrategyAnnotation: "restarted-at"}, "restarted-at", false},
 		{map[string]string{restart.StrategyAnnotation: "Restarted-At"}, "restarted-at", false},
+		{map[string]string{restart.StrategyAnnotation: "evict"}, "evict", false},
 		{map[string]string{restart.StrategyAnnotation: "restartAt"}, "annotation", true},
 		{map[string]string{restart.StrategyAnnotation: ""}, "annotation", true},
 	}
