@@ -53,7 +53,7 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile
 		return reconcile.Result{}, err
 	}
 	at, ok := r.guards.RestartedAt(cached)
-	if !ok || r.evicted.isDone(key, at) {
+	if !ok || at.Unix() <= 0 || r.evicted.isDone(key, at) {
 		return reconcile.Result{}, nil
 	}
 	obj := kind.New()
