@@ -44,12 +44,9 @@ type evictions struct {
 // decides. It returns when to look again. The pods are listed by the
 // workload's selector in its namespace, from the API server.
 func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile.Result, error) {
-	kind, ok := workload.ByName(key.Kind)
-	if !ok || kind.Name() == "CronJob" || kind.Name() == "Rollout" {
-		return reconcile.Result{}, nil // no pods of its own to evict
-	}
+	kind, _ := workload.ByName(key.Kind)
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
-	if err != nil || cached == nil || !r.evicts(cached) {
+	if err != nil || cached == nil || !r.evicts(key, cached) {
 		return reconcile.Result{}, err
 	}
 	at, ok := r.guards.RestartedAt(cached)
@@ -74,6 +71,7 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile
 		byName[pods[i].Name] = &pods[i]
 	}
 	d := evict.Next(in)
+	r.guards.Evicting(ctx, key, cached, !d.Done)
 	log := ctrl.LoggerFrom(ctx)
 	if d.Done {
 		r.evicted.setDone(key, at)
@@ -100,10 +98,17 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile
 	return reconcile.Result{RequeueAfter: evictEvery}, nil
 }
 
-// evicts reports whether obj, a workload from the store, is restarted by
-// eviction: its strategy (annotation, policies, flag) is evict, and it is
+// evicts reports whether obj, the workload key from the store, has its
+// pods evicted by watcher to restart: a Deployment, StatefulSet or
+// DaemonSet (an Argo Rollout's evict is Argo's restartAt; a CronJob has no
+// pods of its own) whose strategy (annotation, policies, flag) is evict,
 // not in dry-run.
-func (r *Reconciler) evicts(obj client.Object) bool {
+func (r *Reconciler) evicts(key workload.Key, obj client.Object) bool {
+	switch key.Kind {
+	case "Deployment", "StatefulSet", "DaemonSet":
+	default:
+		return false
+	}
 	uses, err := r.resolve.Resolve(obj, r.Store)
 	if err != nil {
 		return false

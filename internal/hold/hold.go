@@ -64,6 +64,10 @@ type Config struct {
 	Sign guard.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Evicts reports whether a workload (key, as the store holds it) is
+	// restarted by eviction: its rollouts are told by Evicting, not read
+	// from its status. nil: none is.
+	Evicts func(key object.Ref, obj client.Object) bool
 }
 
 // Event reasons of the guards.
