@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/cluster"
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -209,4 +210,113 @@ func TestEvictBlocked(t *testing.T) {
 			g.Expect(ready).To(BeTrue())
 		}
 	}, wait, 100*time.Millisecond).Should(Succeed())
+}
+
+// podUIDs returns the UID of every pod labelled app=name, terminating or
+// not, by pod name.
+func podUIDs(t *testing.T, ns, name string) map[string]types.UID {
+	t.Helper()
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+// TestEvictStatefulSetOnDelete: a StatefulSet with updateStrategy OnDelete,
+// restarted by evict, gets its pods replaced, highest ordinal first, each
+// once, with no new ControllerRevision and its template and generation
+// unchanged.
+func TestEvictStatefulSetOnDelete(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"k": "1"})
+	s := fixture.StatefulSet(ns, "db", fixture.EnvFrom("shared", ""))
+	s.Spec.Replicas = ptr.To[int32](3)
+	s.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+	s.Spec.Template.Annotations = map[string]string{cluster.ReadyDelayAnnotation: "1s"}
+	create(t, cm, s)
+	startWatcher(t, "watcher", ns, "--restart-strategy=evict")
+	waitAdopted(t, s)
+	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "db") }, wait).Should(And(HaveLen(3), Not(ContainElement(false))))
+	before := get(t, s).DeepCopy()
+	var revs appsv1.ControllerRevisionList
+	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	revsBefore := len(revs.Items)
+	old := podUIDs(t, ns, "db")
+
+	// Poll the order in which the ordinals get a new pod.
+	var order []string
+	seen := map[types.UID]bool{}
+	setData(t, cm, "k", "2")
+	g.Eventually(func(g Gomega) {
+		for name, uid := range podUIDs(t, ns, "db") {
+			if !seen[uid] {
+				seen[uid] = true
+				if uid != old[name] {
+					order = append(order, name)
+				}
+			}
+		}
+		g.Expect(order).To(HaveLen(3))
+		g.Expect(runningPods(t, ns, "db")).To(And(HaveLen(3), Not(ContainElement(false))))
+	}, 2*wait, 50*time.Millisecond).Should(Succeed())
+	g.Expect(order).To(Equal([]string{"db-2", "db-1", "db-0"}), "highest ordinal first")
+	g.Consistently(func() int { return len(podUIDs(t, ns, "db")) }, 3*time.Second).Should(Equal(3))
+	for name, uid := range podUIDs(t, ns, "db") {
+		g.Expect(seen).To(HaveKey(uid), "pod %s replaced more than once", name)
+	}
+	after := get(t, s)
+	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template), "the pod template is left alone")
+	g.Expect(after.Generation).To(Equal(before.Generation), "the generation is unchanged")
+	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(revs.Items).To(HaveLen(revsBefore), "no new ControllerRevision")
+	g.Expect(eventNotes(t, ns, "db", controller.ReasonUpdatedOnDelete)).To(BeEmpty())
+}
+
+// TestEvictWatcherRestarted: watcher stopped in the middle of a restart by
+// eviction (one pod replaced of three) and started again finishes it
+// without evicting a replaced pod again: 6 pods seen in all.
+func TestEvictWatcherRestarted(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"k": "1"})
+	d := slowDeployment(ns, "web", fixture.EnvFrom("shared", ""), 3*time.Second)
+	d.Spec.Replicas = ptr.To[int32](3)
+	create(t, cm, d, pdb(ns, "web", nil, ptr.To(intstr.FromInt32(1))))
+	w := startWatcher(t, "watcher", ns, "--restart-strategy=evict")
+	waitAdopted(t, d)
+	waitRunning(t, d)
+	g.Eventually(func() int { return len(runningPods(t, ns, "web")) }, wait).Should(Equal(3))
+	old := runningPods(t, ns, "web")
+	pods := watchPods(t, ns, "web")
+	setData(t, cm, "k", "2")
+	// The first replacement is there, not Ready yet: the next eviction waits.
+	g.Eventually(func() int {
+		n := 0
+		for _, uid := range podUIDs(t, ns, "web") {
+			if _, ok := old[uid]; !ok {
+				n++
+			}
+		}
+		return n
+	}, wait, 50*time.Millisecond).Should(Equal(1))
+	w.Stop()
+	startWatcher(t, "watcher-2", ns, "--restart-strategy=evict")
+	g.Eventually(func(g Gomega) {
+		now := runningPods(t, ns, "web")
+		g.Expect(now).To(HaveLen(3))
+		for uid, ready := range now {
+			g.Expect(old).NotTo(HaveKey(uid))
+			g.Expect(ready).To(BeTrue())
+		}
+	}, 2*wait, 100*time.Millisecond).Should(Succeed())
+	time.Sleep(3 * time.Second)
+	seen, minReady := pods.Stop()
+	g.Expect(seen).To(Equal(6), "each pod replaced once across the restart of watcher")
+	g.Expect(minReady).To(BeNumerically(">=", 2))
 }
