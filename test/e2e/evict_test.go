@@ -19,6 +19,8 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/cluster"
 	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -319,4 +321,50 @@ func TestEvictWatcherRestarted(t *testing.T) {
 	seen, minReady := pods.Stop()
 	g.Expect(seen).To(Equal(6), "each pod replaced once across the restart of watcher")
 	g.Expect(minReady).To(BeNumerically(">=", 2))
+}
+
+// replaced waits until the pods of name are one Ready pod, none in old.
+func waitReplaced(t *testing.T, ns, name string, old map[types.UID]bool) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		now := runningPods(t, ns, name)
+		g.Expect(now).NotTo(BeEmpty())
+		for uid, ready := range now {
+			g.Expect(old).NotTo(HaveKey(uid), "an old pod of %s still runs", name)
+			g.Expect(ready).To(BeTrue(), "a replacement of %s is not Ready", name)
+		}
+	}, 2*wait, 100*time.Millisecond).Should(Succeed())
+}
+
+// TestEvictBlockedFails: a restart by eviction that a PodDisruptionBudget
+// blocks is a failed rollout after --rollout-timeout: RolloutFailed, and
+// the rest of the change (another Deployment, waiting for the one wave
+// slot) is held; once the budget allows, the pod is replaced, the rollout
+// recovers and the held restart goes on.
+func TestEvictBlockedFails(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"k": "1"})
+	web := slowDeployment(ns, "web", fixture.EnvFrom("shared", ""), time.Second)
+	web.Annotations = map[string]string{guard.PriorityAnnotation: "1"} // takes the slot first
+	other := slowDeployment(ns, "other", fixture.EnvFrom("shared", ""), time.Second)
+	budget := pdb(ns, "web", ptr.To(intstr.FromInt32(1)), nil)
+	create(t, cm, web, other, budget)
+	startWatcher(t, "watcher", ns, "--restart-strategy=evict", "--rollout-timeout=3s", "--max-concurrent-rollouts=1")
+	for _, d := range []*appsv1.Deployment{web, other} {
+		waitAdopted(t, d)
+		waitRunning(t, d)
+	}
+	oldWeb, oldOther := runningPods(t, ns, "web"), runningPods(t, ns, "other")
+
+	setData(t, cm, "k", "2")
+	g.Eventually(func() []string { return eventNotes(t, ns, "web", controller.ReasonEvictionBlocked) }, wait).ShouldNot(BeEmpty())
+	g.Eventually(func() []string { return eventNotes(t, ns, "web", hold.ReasonRolloutFailed) }, wait).ShouldNot(BeEmpty())
+	g.Consistently(func() map[types.UID]bool { return runningPods(t, ns, "other") }, 3*time.Second).Should(Equal(oldOther), "the rest of the change is held")
+	g.Expect(runningPods(t, ns, "web")).To(Equal(oldWeb), "blocked: the pod stays")
+
+	edit(t, budget, func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(0)) })
+	waitReplaced(t, ns, "web", oldWeb)
+	g.Eventually(func() []string { return eventNotes(t, ns, "web", hold.ReasonRolloutResumed) }, wait).ShouldNot(BeEmpty())
+	waitReplaced(t, ns, "other", oldOther)
 }
