@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -21,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -367,4 +370,46 @@ func TestEvictBlockedFails(t *testing.T) {
 	waitReplaced(t, ns, "web", oldWeb)
 	g.Eventually(func() []string { return eventNotes(t, ns, "web", hold.ReasonRolloutResumed) }, wait).ShouldNot(BeEmpty())
 	waitReplaced(t, ns, "other", oldOther)
+}
+
+// TestEvictArgoRollout: an Argo Rollout restarted by evict gets Argo's own
+// spec.restartAt: Argo's real controller replaces its pods, by its
+// strategy, with no new ReplicaSet and the template left alone.
+func TestEvictArgoRollout(t *testing.T) {
+	g := NewWithT(t)
+	dir := argoRollouts(t)
+	installCRDs(t, filepath.Join(dir, "crds"))
+	ns := namespace(t)
+	startArgo(t, dir, ns)
+	cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"})
+	ro := argoRollout(t, ns, "own", map[string]any{"template": template(t, "own")})
+	ro.SetAnnotations(map[string]string{restart.StrategyAnnotation: "evict"})
+	create(t, cm, ro)
+	waitRolledOut(t, ns, "own", 1)
+	startWatcher(t, "watcher", ns)
+	waitAdopted(t, ro)
+	before := get(t, ro).DeepCopy()
+	old := runningPods(t, ns, "own")
+	g.Expect(old).To(HaveLen(2))
+	// Argo replaces the pods created before restartAt, a time in whole
+	// seconds: pods created in the second of the restart count as new.
+	time.Sleep(time.Second)
+
+	setData(t, cm, "a", "2")
+	g.Eventually(func() string {
+		v, _, _ := unstructured.NestedString(get(t, ro).Object, "spec", "restartAt")
+		return v
+	}, wait).ShouldNot(BeEmpty(), "spec.restartAt set")
+	g.Eventually(func(g Gomega) {
+		now := runningPods(t, ns, "own")
+		g.Expect(now).To(HaveLen(2))
+		for uid, ready := range now {
+			g.Expect(old).NotTo(HaveKey(uid), "an old pod still runs")
+			g.Expect(ready).To(BeTrue())
+		}
+	}, 2*wait, 250*time.Millisecond).Should(Succeed())
+	waitRolledOut(t, ns, "own", 1) // no new ReplicaSet
+	tmplBefore, _, _ := unstructured.NestedMap(before.Object, "spec", "template")
+	tmplAfter, _, _ := unstructured.NestedMap(get(t, ro).Object, "spec", "template")
+	g.Expect(tmplAfter).To(Equal(tmplBefore), "the pod template is left alone")
 }
