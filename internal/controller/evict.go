@@ -46,6 +46,9 @@ type evictions struct {
 func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile.Result, error) {
 	kind, _ := workload.ByName(key.Kind)
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
+	if err == nil && cached == nil {
+		r.evicted.forget(key) // deleted
+	}
 	if err != nil || cached == nil || !r.evicts(key, cached) {
 		return reconcile.Result{}, err
 	}
@@ -136,6 +139,13 @@ func (e *evictions) setDone(key workload.Key, at time.Time) {
 		e.done = map[workload.Key]time.Time{}
 	}
 	e.done[key] = at
+	delete(e.blocked, key)
+}
+
+func (e *evictions) forget(key workload.Key) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.done, key)
 	delete(e.blocked, key)
 }
 
