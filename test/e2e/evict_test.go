@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -412,4 +414,88 @@ func TestEvictArgoRollout(t *testing.T) {
 	tmplBefore, _, _ := unstructured.NestedMap(before.Object, "spec", "template")
 	tmplAfter, _, _ := unstructured.NestedMap(get(t, ro).Object, "spec", "template")
 	g.Expect(tmplAfter).To(Equal(tmplBefore), "the pod template is left alone")
+}
+
+// resetTemplates runs until the test ends as an operator that owns the
+// Deployments names does: whenever their pod template's annotations are
+// not what it wants (those they were created with), it writes them back.
+func resetTemplates(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	want := map[string]map[string]string{}
+	for _, n := range names {
+		want[n] = get(t, &appsv1.Deployment{ObjectMeta: fixture.Meta(ns, n)}).Spec.Template.Annotations
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, n := range names {
+				var d appsv1.Deployment
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &d); err != nil {
+					continue
+				}
+				if !maps.Equal(d.Spec.Template.Annotations, want[n]) {
+					d.Spec.Template.Annotations = want[n]
+					_ = k8s.Update(ctx, &d) // a conflict: next round
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+// TestEvictOperatorOwned: Deployments whose owner (an operator) resets
+// their template's annotations on every update. With the annotation
+// strategy the restart is undone: the mark is removed and the old pods
+// keep running (what users of such operators report). With evict, every
+// pod is replaced once per change, the template and ReplicaSets untouched.
+func TestEvictOperatorOwned(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"k": "1"})
+	byAnnotation := slowDeployment(ns, "by-annotation", fixture.EnvFrom("shared", ""), 3*time.Second)
+	byEvict := slowDeployment(ns, "by-evict", fixture.EnvFrom("shared", ""), time.Second)
+	byEvict.Annotations = map[string]string{restart.StrategyAnnotation: "evict"}
+	for _, d := range []*appsv1.Deployment{byAnnotation, byEvict} {
+		d.Spec.Replicas = ptr.To[int32](2)
+	}
+	create(t, cm, byAnnotation, byEvict)
+	startWatcher(t, "watcher", ns) // the default: annotation
+	for _, d := range []*appsv1.Deployment{byAnnotation, byEvict} {
+		waitAdopted(t, d)
+		waitRunning(t, d)
+	}
+	resetTemplates(t, ns, "by-annotation", "by-evict")
+	g.Eventually(func() int { return len(runningPods(t, ns, "by-evict")) }, wait).Should(Equal(2))
+	oldAnnotation := runningPods(t, ns, "by-annotation")
+	rsEvict := replicaSetUIDs(t, ns, "by-evict")
+	tmplEvict := get(t, byEvict).Spec.Template
+	evicted := watchPods(t, ns, "by-evict")
+	time.Sleep(time.Second) // the pods' creation second is past
+
+	for i, v := range []string{"2", "3"} {
+		old := runningPods(t, ns, "by-evict")
+		setData(t, cm, "k", v)
+		waitReplaced(t, ns, "by-evict", old)
+		g.Eventually(func() int { return len(runningPods(t, ns, "by-evict")) }, wait).Should(Equal(2), "change %d", i+1)
+		time.Sleep(time.Second)
+	}
+	seen, _ := evicted.Stop()
+	g.Expect(seen).To(Equal(6), "2 pods, replaced once per change, twice")
+	g.Expect(replicaSetUIDs(t, ns, "by-evict")).To(Equal(rsEvict), "no new ReplicaSet")
+	g.Expect(get(t, byEvict).Spec.Template).To(Equal(tmplEvict), "the template is left alone")
+
+	// The annotation strategy's restarts were written, and undone by the
+	// operator.
+	g.Expect(eventNotes(t, ns, "by-annotation", controller.ReasonRestarted)).NotTo(BeEmpty())
+	g.Eventually(func() map[string]string { return get(t, byAnnotation).Spec.Template.Annotations }, wait).
+		ShouldNot(HaveKey(plan.RestartAnnotation))
+	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "by-annotation") }, wait).Should(Equal(oldAnnotation),
+		"the annotation strategy's restarts were undone: the old pods run")
 }
