@@ -88,7 +88,7 @@ func TestEvictStatefulSetOnDelete(t *testing.T) {
 	g.Expect(after.Generation).To(Equal(before.Generation), "the generation is unchanged")
 	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(revs.Items).To(HaveLen(revsBefore), "no new ControllerRevision")
-	g.Expect(eventNotes(t, ns, "db", controller.ReasonUpdatedOnDelete)).To(BeEmpty())
+	g.Expect(eventNotes(t, ns, "db", "UpdatedOnDelete")).To(BeEmpty())
 }
 
 // TestEvictWatcherRestarted: watcher stopped in the middle of a restart by
@@ -299,7 +299,7 @@ func TestEvictOperatorOwned(t *testing.T) {
 
 	// The annotation strategy's restarts were written, and undone by the
 	// operator.
-	g.Expect(eventNotes(t, ns, "by-annotation", controller.ReasonRestarted)).NotTo(BeEmpty())
+	g.Expect(eventNotes(t, ns, "by-annotation", "Restarted")).NotTo(BeEmpty())
 	g.Eventually(func() map[string]string { return get(t, byAnnotation).Spec.Template.Annotations }, wait).
 		ShouldNot(HaveKey(plan.RestartAnnotation))
 	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "by-annotation") }, wait).Should(Equal(oldAnnotation),

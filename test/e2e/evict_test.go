@@ -173,7 +173,7 @@ func TestEvictStrategy(t *testing.T) {
 	g.Expect(replicaSetUIDs(t, ns, "web")).To(Equal(rsBefore), "no new ReplicaSet")
 	after := get(t, d)
 	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template), "the pod template is left alone")
-	g.Expect(eventNotes(t, ns, "web", controller.ReasonRestarted)).To(HaveLen(1))
+	g.Expect(eventNotes(t, ns, "web", "Restarted")).To(HaveLen(1))
 }
 
 // TestEvictBlocked: a PodDisruptionBudget that allows no eviction (one
