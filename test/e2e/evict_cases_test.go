@@ -305,3 +305,36 @@ func TestEvictOperatorOwned(t *testing.T) {
 	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "by-annotation") }, wait).Should(Equal(oldAnnotation),
 		"the annotation strategy's restarts were undone: the old pods run")
 }
+
+// TestEvictDaemonSet: a DaemonSet restarted by evict gets its pod (one
+// node) replaced once, with no new ControllerRevision and its template
+// and generation unchanged.
+func TestEvictDaemonSet(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "shared", map[string]string{"k": "1"})
+	ds := fixture.DaemonSet(ns, "agent", fixture.EnvFrom("shared", ""))
+	ds.Spec.Template.Annotations = map[string]string{cluster.ReadyDelayAnnotation: "1s"}
+	create(t, cm, ds)
+	startWatcher(t, "watcher", ns, "--restart-strategy=evict")
+	waitAdopted(t, ds)
+	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "agent") }, wait).Should(And(HaveLen(1), Not(ContainElement(false))))
+	before := get(t, ds).DeepCopy()
+	var revs appsv1.ControllerRevisionList
+	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	revsBefore := len(revs.Items)
+	old := runningPods(t, ns, "agent")
+	pods := watchPods(t, ns, "agent")
+	time.Sleep(time.Second) // the pod's creation second is past
+
+	setData(t, cm, "k", "2")
+	waitReplaced(t, ns, "agent", old)
+	time.Sleep(3 * time.Second)
+	seen, _ := pods.Stop()
+	g.Expect(seen).To(Equal(2), "the pod replaced once")
+	after := get(t, ds)
+	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template), "the pod template is left alone")
+	g.Expect(after.Generation).To(Equal(before.Generation), "the generation is unchanged")
+	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(revs.Items).To(HaveLen(revsBefore), "no new ControllerRevision")
+}
