@@ -27,6 +27,11 @@ const ReasonEvictionBlocked = "EvictionBlocked"
 // not watched (no pod informer), so the progress is polled.
 const evictEvery = 2 * time.Second
 
+// evictBlockedEvery is how often an eviction a PodDisruptionBudget refused
+// is tried again: the budget changes with the pods' readiness, or when a
+// person relaxes it, and each try is a GET, a LIST and an eviction.
+const evictBlockedEvery = 5 * time.Second
+
 // evictions remembers, per workload, the restart time whose evictions
 // are done, so that a settled workload is not listed again at each of
 // its reconciles, and the last refusal reported, so that it is said once.
@@ -81,9 +86,11 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile
 		log.V(1).Info("Restart by eviction done", "restartedAt", at)
 		return reconcile.Result{}, nil
 	}
+	after := evictEvery
 	for _, name := range d.Evict {
 		err := evict.Evict(ctx, r.Client, byName[name])
 		if msg, blocked := evict.Blocked(err); blocked {
+			after = evictBlockedEvery
 			if r.evicted.refused(key, msg) {
 				log.Info("Eviction refused by a PodDisruptionBudget; trying again", "pod", key.Namespace+"/"+name, "why", msg)
 				r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonEvictionBlocked, "Evict", "%s",
@@ -98,7 +105,7 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile
 		r.evicted.refused(key, "")
 		log.Info("Pod evicted to restart the workload", "pod", key.Namespace+"/"+name, "oldPods", d.Old, "restartedAt", at)
 	}
-	return reconcile.Result{RequeueAfter: evictEvery}, nil
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // evicts reports whether obj, the workload key from the store, has its
