@@ -7,14 +7,16 @@
 // The progress is level-triggered: it is derived, at every step, from the
 // pods as they are (listed by the workload's selector in its namespace,
 // kept only if the workload owns them) and the time of the restart,
-// recorded on the workload (AtAnnotation). A pod created before that time
+// recorded on the workload's metadata, never its template (the "at" of
+// watcher's signed restart state, guard.StateAnnotation, written in the
+// restart's one patch, to the second). A pod created before that time
 // is old and is to be replaced; a pod created at or after it is a
 // replacement and is never evicted. So a restart of watcher, or a lease
 // handover, in the middle of a restart continues where it was, and never
 // evicts a pod twice.
 //
 // Next is the pure decision; the package's other functions gather its
-// input (Owned, Allowance, FromPods) and carry it out (Evict).
+// input (Pods, Owned, Allowance, FromPod) and carry it out (Evict, Blocked).
 package evict
 
 import (
@@ -22,11 +24,6 @@ import (
 	"slices"
 	"time"
 )
-
-// AtAnnotation, on a workload's metadata (never its pod template), is the
-// time of its last evict restart, RFC 3339: the pods created before it are
-// replaced.
-const AtAnnotation = "watcher.dev/evict-at"
 
 // Order is the order in which the old pods of a workload are evicted.
 type Order int

@@ -3,7 +3,6 @@ package evict
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -107,15 +106,4 @@ func ordinal(name string) int {
 		return -1
 	}
 	return n
-}
-
-// At returns the time of obj's last evict restart (AtAnnotation), false
-// if it has none or it is no RFC 3339 time.
-func At(obj client.Object) (time.Time, bool) {
-	v, ok := obj.GetAnnotations()[AtAnnotation]
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	return t, err == nil
 }

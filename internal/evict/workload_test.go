@@ -93,19 +93,6 @@ func TestFromPod(t *testing.T) {
 	}
 }
 
-// TestAt: the restart time on a workload, and what is not one.
-func TestAt(t *testing.T) {
-	for v, want := range map[string]bool{"2026-11-26T12:00:00Z": true, "yesterday": false, "": false} {
-		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{evict.AtAnnotation: v}}}
-		if _, ok := evict.At(obj); ok != want {
-			t.Errorf("%q: %v, want %v", v, ok, want)
-		}
-	}
-	if _, ok := evict.At(&appsv1.Deployment{}); ok {
-		t.Error("no annotation: a time")
-	}
-}
-
 // TestBlocked: the API server's refusals because of a budget, with the
 // budget's name when it gives one, and other errors.
 func TestBlocked(t *testing.T) {
