@@ -30,13 +30,15 @@ const (
 
 // Strategy is how a restart is written (see "Restart strategies" in
 // docs/configuration.md).
-// +kubebuilder:validation:Enum=annotation;env
+// +kubebuilder:validation:Enum=annotation;env;restarted-at;evict
 type Strategy string
 
 // The restart strategies.
 const (
-	StrategyAnnotation Strategy = "annotation"
-	StrategyEnv        Strategy = "env"
+	StrategyAnnotation  Strategy = "annotation"
+	StrategyEnv         Strategy = "env"
+	StrategyRestartedAt Strategy = "restarted-at"
+	StrategyEvict       Strategy = "evict"
 )
 
 // Source selects ConfigMaps or Secrets of the policy's namespace, by name or

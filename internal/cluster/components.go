@@ -18,7 +18,8 @@ import (
 
 // controllers are the kube-controller-manager controllers the cluster runs:
 // enough for Deployments, StatefulSets and DaemonSets to roll out, for Jobs
-// to run their pods (kwok completes them) and for deletes to cascade. No
+// to run their pods (kwok completes them), for deletes to cascade and for
+// evictions to honour PodDisruptionBudgets. No
 // cronjob-controller: CronJobs run only when a test creates their Job. Names
 // end in -controller from Kubernetes 1.33 on.
 var controllers = []string{
@@ -29,6 +30,7 @@ var controllers = []string{
 	"job-controller",
 	"garbage-collector-controller",
 	"namespace-controller",
+	"disruption-controller", // PodDisruptionBudgets' status, which evictions read
 }
 
 // kwokNodeAnnotation marks the Nodes kwok manages (and fakes a kubelet for).

@@ -47,6 +47,9 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		return nil
 	}
 	onDelete := workload.OnDelete(obj) // before the patch replaces obj
+	if _, evicts := strategy.(restart.Evict); evicts {
+		onDelete = "" // watcher replaces the pods itself (evictStep)
+	}
 	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
 	if p.Action == plan.None || !admitted {
 		return nil

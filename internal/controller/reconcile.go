@@ -60,6 +60,8 @@ type Reconciler struct {
 	// cronJobs runs restarted CronJobs at once; nil when the trigger is
 	// off.
 	cronJobs *trigger.Trigger
+	// evicted remembers the progress of restarts by eviction (evict.go).
+	evicted evictions
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -68,8 +70,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	case Change:
 		return r.processChange(ctx, req)
 	case Workload:
-		_, err := r.reconcileWorkload(ctx, req.Ref)
-		return reconcile.Result{}, err
+		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.evictStep(ctx, req.Ref)
 	}
 	return reconcile.Result{}, nil
 }

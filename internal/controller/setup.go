@@ -161,6 +161,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Policies != nil {
 		r.policyDry = newDryRun()
 	}
+	cfg.Guards.Evicts = r.evicts // evict.go
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()

@@ -499,3 +499,44 @@ func short(d time.Duration) string {
 	}
 	return s
 }
+
+// SeenEvicting records the progress of a restart by eviction of key,
+// whose restart state is st: rolling while pods created before st.At
+// remain. Such a rollout shows neither in the workload's status nor in its
+// generation (the template is left alone), so Seen cannot tell it; the
+// controller, which lists the pods, tells it here instead, and the cache's
+// observations of the workload are not given to Seen.
+//
+//	event                                   effect
+//	rolling, not tracked                    in progress from st.At (a restart
+//	                                        of watcher, a handover); failed at
+//	                                        once, quietly, if older than Timeout
+//	done, in progress (not reserved)        finished (Finished)
+//	done, failed                            recovered: holds lifted
+func (w *Rollouts) SeenEvicting(key object.Ref, st State, rolling bool, now time.Time) (Finished, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ro, running := w.running[key]
+	f, failed := w.failed[key]
+	switch {
+	case rolling && !running && !failed:
+		ro := &rollout{start: st.At, sources: st.Sources, generation: st.Generation}
+		if w.Timeout > 0 && now.Sub(st.At) >= w.Timeout {
+			ro.found = true
+			w.failed[key] = ro
+		} else {
+			w.running[key] = ro
+		}
+	case !rolling && running && !ro.reserved:
+		delete(w.running, key)
+		out := Finished{Kind: key.Kind}
+		if ro.here {
+			out.Duration = now.Sub(ro.start)
+		}
+		return out, true
+	case !rolling && failed:
+		delete(w.failed, key)
+		return Finished{Kind: key.Kind, Recovered: true, Quiet: f.found}, true
+	}
+	return Finished{}, false
+}

@@ -64,6 +64,10 @@ type Config struct {
 	Sign guard.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Evicts reports whether a workload (key, as the store holds it) is
+	// restarted by eviction: its rollouts are told by Evicting, not read
+	// from its status. nil: none is.
+	Evicts func(key object.Ref, obj client.Object) bool
 }
 
 // Event reasons of the guards.
@@ -263,6 +267,17 @@ func (g *Guards) State(req guard.Request, obj client.Object) string {
 	}
 	st := guard.State{At: req.Now, Generation: obj.GetGeneration() + 1, Times: g.budget.Times(req), Sources: req.Sources}
 	return st.Encode(string(obj.GetUID()), g.cfg.Sign)
+}
+
+// RestartedAt returns when watcher last restarted obj, from the state kept
+// on it (guard.StateAnnotation, to the second), if it is watcher's own:
+// the evict strategy replaces the pods created before it.
+func (g *Guards) RestartedAt(obj client.Object) (time.Time, bool) {
+	if g == nil {
+		return time.Time{}, false
+	}
+	st, ok := g.state(obj)
+	return st.At, ok
 }
 
 // state reads the guards' state kept on obj, if it is watcher's own.

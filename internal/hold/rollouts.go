@@ -48,6 +48,12 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 			g.wakeHeld(ctx, guard.ReasonFailedRollout)
 		}
 	}
+	if g.cfg.Evicts != nil && g.cfg.Evicts(key, cached) {
+		// Its rollout shows only in its pods: the controller tells it
+		// (Evicting).
+		g.wakeNext(ctx)
+		return
+	}
 	_, rolling := a[guard.RollingAnnotation]
 	o := guard.Observation{Rolling: rolling, Generation: cached.Generation, Now: g.now()}
 	if st, ok := g.state(cached); ok {
@@ -57,19 +63,42 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	if !ok {
 		return
 	}
+	g.finished(ctx, cached, f)
+	g.wakeNext(ctx)
+}
+
+// Evicting tells the guards whether the restart by eviction of key (obj,
+// a workload restarted by the evict strategy) is still rolling: pods
+// created before its restart remain. Its rollout is then timed, waved and
+// failed like any other (guard.Rollouts.SeenEvicting).
+func (g *Guards) Evicting(ctx context.Context, key object.Ref, obj client.Object, rolling bool) {
+	if g == nil {
+		return
+	}
+	st, ok := g.state(obj)
+	if !ok {
+		return
+	}
+	if f, ok := g.rollouts.SeenEvicting(key, st, rolling, g.now()); ok {
+		g.finished(ctx, obj, f)
+	}
+	g.wakeNext(ctx)
+}
+
+// finished reports a rollout that finished.
+func (g *Guards) finished(ctx context.Context, obj client.Object, f guard.Finished) {
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case f.Recovered && f.Quiet:
 		g.wakeHeld(ctx, guard.ReasonFailedRollout)
 	case f.Recovered:
 		log.Info("Failed rollout finished after all; the restarts it held go on")
-		g.recorder.Eventf(cached, nil, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout", "%s", "Rollout done after its timeout; the restarts it held go on")
+		g.recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolloutResumed, "Rollout", "%s", "Rollout done after its timeout; the restarts it held go on")
 		g.wakeHeld(ctx, guard.ReasonFailedRollout)
 	case f.Duration > 0:
 		metrics.RolloutDuration.WithLabelValues(f.Kind).Observe(f.Duration.Seconds())
 		log.V(1).Info("Rollout done", "duration", f.Duration.Round(time.Millisecond).String())
 	}
-	g.wakeNext(ctx)
 }
 
 // wakeNext decides again the waiters of the wave that may start now.

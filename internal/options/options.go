@@ -254,7 +254,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload")
 	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
-	bind(oneOf{&o.RestartStrategy, restart.Names()}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation) or env (an env var on every container); a workload's annotation watcher.dev/restart-strategy overrides it")
+	bind(oneOf{&o.RestartStrategy, restart.Names()}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation), env (an env var on every container), restarted-at (kubectl's kubectl.kubernetes.io/restartedAt pod-template annotation) or evict (the template is left alone, the pods are evicted, honouring PodDisruptionBudgets; needs the rights to list pods and evict them); a workload's annotation watcher.dev/restart-strategy overrides it")
 
 	bind(rate{&o.RestartBudget}, "restart-budget", "RESTART_BUDGET", "most restarts of one workload per period, such as 5/1h; more are held, then one rollout brings it to the latest content; 0: no limit")
 	bind(rate{&o.FlapThreshold}, "flap-threshold", "FLAP_THRESHOLD", "a ConfigMap or Secret changing more than this, such as 5/10m, is flapping: its restarts are held until it is quiet; 0: off")

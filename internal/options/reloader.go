@@ -107,7 +107,10 @@ var reloaderRefused = map[string]string{
 func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	r := &reloaderFlags{}
 	r.keys, r.ignoredBool, r.refused, r.noted = map[string]*string{}, map[string]*bool{}, map[string]*string{}, map[string]*string{}
-	hidden := func(name string) { _ = fs.MarkHidden(name); fs.SetAnnotation(name, reloaderAnnotation, []string{"true"}) }
+	hidden := func(name string) {
+		_ = fs.MarkHidden(name)
+		fs.SetAnnotation(name, reloaderAnnotation, []string{"true"})
+	}
 	fs.Var(boolean{&r.autoReloadAll}, "auto-reload-all", "Reloader's: restart every workload that uses a changed object (watcher's --discovery all)")
 	fs.Lookup("auto-reload-all").NoOptDefVal = "true"
 	hidden("auto-reload-all")

@@ -1,18 +1,26 @@
 // Package restart writes restarts. A restart changes a workload's pod
-// template so that the workload's controller rolls its pods; how the
-// template is changed is a Strategy, chosen for all workloads by
-// --restart-strategy and for one workload by its annotation
-// StrategyAnnotation (see For):
+// template so that the workload's controller rolls its pods, or (evict)
+// leaves it alone and has the pods evicted; how is a Strategy, chosen for
+// all workloads by --restart-strategy and for one workload by its
+// annotation StrategyAnnotation (see For):
 //
 //	strategy    what the restart sets on the pod template          patch type
 //	annotation  annotation watcher.dev/restarted-for = restart ID  JSON merge patch
 //	env         env var WATCHER_CONFIG_HASH = restart ID on every  strategic merge patch
 //	            container and init container (native sidecars
 //	            are init containers)
+//	restarted-  annotation kubectl.kubernetes.io/restartedAt =      JSON merge patch
+//	at          the time of the restart, RFC 3339 (what kubectl
+//	            rollout restart writes)
+//	evict       nothing: the pods are evicted afterwards (see       JSON merge patch
+//	            Evict); an Argo Rollout's spec.restartAt
 //
-// Either way the value is the record's restart ID (plan.Record.RestartID),
-// derived from the recorded hashes alone: the same configuration always
-// yields the same template, so it never rolls the pods twice.
+// For annotation and env the value is the record's restart ID
+// (plan.Record.RestartID), derived from the recorded hashes alone: the same
+// configuration always yields the same template. For restarted-at it is a
+// time, but whether to write at all is decided by the hashes for every
+// strategy (plan.Decide), so none rolls the pods twice for one
+// configuration.
 //
 // A strategy returns only the pod template's part of a patch; the caller
 // adds the record annotations and the resourceVersion precondition, and
@@ -56,7 +64,7 @@ type Workload struct {
 }
 
 // Strategies are the strategies watcher knows, the default first.
-var Strategies = []Strategy{Annotation{}, Env{}}
+var Strategies = []Strategy{Annotation{}, Env{}, RestartedAt{}, Evict{}}
 
 // Default is the strategy used when none is chosen.
 var Default Strategy = Annotation{}
@@ -105,9 +113,15 @@ func For(obj client.Object, def Strategy) (Strategy, error) {
 }
 
 // Patch returns the part of a workload's patch that restarts it with s:
-// the strategy's template change placed at the kind's template path (so
-// its one key is "spec" for every kind), and the patch type.
+// the strategy's template change placed at the kind's template path, or
+// its change of the spec (Evict, for an Argo Rollout), so that its one key
+// is "spec" for every kind; and the patch type.
 func Patch(s Strategy, w Workload) (types.PatchType, map[string]any) {
+	if sp, ok := s.(specStrategy); ok {
+		if pt, spec, ok := sp.Spec(w); ok {
+			return pt, map[string]any{"spec": spec}
+		}
+	}
 	pt, at := s.Template(w)
 	path := w.Kind.Template
 	for i := len(path) - 1; i > 0; i-- {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,7 +47,12 @@ func TestPatch(t *testing.T) {
 		env        = `{"spec":{"containers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"app"},{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"side"}],` +
 			`"initContainers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"init"},{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"sidecar"}]}}`
 		envNoInit = `{"spec":{"containers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"app"}]}}`
+		// restartedAt is kubectl's annotation, the time in UTC (the clock
+		// below is in another zone).
+		restartedAt = `{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-26T10:04:05Z"}}}`
 	)
+	now := func() time.Time { return time.Date(2026, 11, 26, 11, 4, 5, 999, time.FixedZone("CET", 3600)) }
+	clock, evictAt := restart.RestartedAt{Now: now}, restart.Evict{Now: now}
 	at := func(tmpl string, path ...string) string {
 		for i := len(path) - 1; i >= 0; i-- {
 			tmpl = `{"` + path[i] + `":` + tmpl + `}`
@@ -78,6 +84,14 @@ func TestPatch(t *testing.T) {
 		{"env typed object: names from its template", restart.Env{}, workload.Deployment, typed, types.StrategicMergePatchType, at(envNoInit, "spec", "template")},
 		{"env custom resource: no strategic merge, annotation", restart.Env{}, rollout, stored(names), types.MergePatchType, at(annotation, "spec", "template")},
 		{"env names unknown: annotation", restart.Env{}, workload.Deployment, stored(nil), types.MergePatchType, at(annotation, "spec", "template")},
+		{"restarted-at Deployment", clock, workload.Deployment, stored(names), types.MergePatchType, at(restartedAt, "spec", "template")},
+		{"restarted-at nested template", clock, cronJob, stored(names), types.MergePatchType, at(restartedAt, "spec", "jobTemplate", "spec", "template")},
+		{"restarted-at custom resource", clock, rollout, stored(nil), types.MergePatchType, at(restartedAt, "spec", "template")},
+		{"evict Deployment: the template untouched", restart.Evict{}, workload.Deployment, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict StatefulSet: the template untouched", restart.Evict{}, workload.StatefulSet, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict DaemonSet: the template untouched", restart.Evict{}, workload.DaemonSet, stored(names), types.MergePatchType, `{"spec":{"template":{}}}`},
+		{"evict Argo Rollout: Argo's restartAt", evictAt, rollout, stored(names), types.MergePatchType, `{"spec":{"restartAt":"2026-11-26T10:04:05Z"}}`},
+		{"evict CronJob, no pods to evict: annotation", restart.Evict{}, cronJob, stored(names), types.MergePatchType, at(annotation, "spec", "jobTemplate", "spec", "template")},
 		{"env names unreadable: annotation", restart.Env{}, workload.Deployment, stored(map[string]string{restart.ContainersAnnotation: ";init"}), types.MergePatchType, at(annotation, "spec", "template")},
 	}
 	for _, tt := range tests {
@@ -156,6 +170,9 @@ func TestFor(t *testing.T) {
 		{map[string]string{restart.StrategyAnnotation: "env"}, "env", false},
 		{map[string]string{restart.StrategyAnnotation: " Env "}, "env", false},
 		{map[string]string{restart.StrategyAnnotation: "annotation"}, "annotation", false},
+		{map[string]string{restart.StrategyAnnotation: "restarted-at"}, "restarted-at", false},
+		{map[string]string{restart.StrategyAnnotation: "Restarted-At"}, "restarted-at", false},
+		{map[string]string{restart.StrategyAnnotation: "evict"}, "evict", false},
 		{map[string]string{restart.StrategyAnnotation: "restartAt"}, "annotation", true},
 		{map[string]string{restart.StrategyAnnotation: ""}, "annotation", true},
 	}

@@ -123,6 +123,17 @@ Secret, and no Pod is ever created. */}}
   resources: [jobs]
   verbs: [create, get, delete]
 {{- end }}
+{{- if or .Values.rbac.podEviction (eq .Values.restart.strategy "evict") }}
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [list]
+{{- end }}
 {{- if .Values.rbac.argoRollouts }}
 - apiGroups: [argoproj.io]
   resources: [rollouts]
