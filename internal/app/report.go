@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,6 +100,12 @@ func (p *settingsPublisher) Start(ctx context.Context) error {
 			return nil
 		case ctx.Err() != nil:
 			return nil
+		case apierrors.IsForbidden(err) && !failed:
+			// An installation whose RBAC predates the settings (the
+			// manifests of an older release): nothing is wrong with
+			// watcher, and an upgrade of the RBAC is picked up here.
+			p.log.Info("Settings not published: the installation's RBAC grants no write of this ConfigMap (the chart's and deploy/manifests' do); explain and graph use their flags", "configMap", p.namespace+"/"+p.name)
+			wait = 5 * time.Minute
 		case !failed:
 			p.log.Error(err, "Cannot publish the settings for explain and graph; retrying (the commands use their flags meanwhile)", "configMap", p.namespace+"/"+p.name)
 		}
