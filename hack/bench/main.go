@@ -14,6 +14,7 @@
 // exit with 1, after the table.
 //
 //	go run ./hack/bench --watcher bin/watcher --workloads 10000 --size 16384
+//	go run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 //	go run ./hack/bench --controller-cmd '/path/to/other --health={healthPort}' \
 //		--ready-url http://127.0.0.1:{healthPort}/ready
 package main
