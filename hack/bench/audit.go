@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -25,6 +26,9 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 	Received time.Time `json:"requestReceivedTimestamp"`
 }
 
@@ -38,7 +42,8 @@ const (
 )
 
 // request names what e asked for, as "verb resource": "patch
-// deployments", "watchlist secrets", "get /apis" (no object).
+// deployments", "watchlist secrets", "get /apis" (no object). An eviction
+// a PodDisruptionBudget refused (429) is "create pods/eviction refused".
 func (e auditEvent) request() string {
 	verb := e.Verb
 	u, err := url.ParseRequestURI(e.RequestURI)
@@ -47,7 +52,11 @@ func (e auditEvent) request() string {
 	}
 	switch {
 	case e.ObjectRef != nil && e.ObjectRef.Subresource != "":
-		return verb + " " + e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+		name := verb + " " + e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+		if e.ObjectRef.Subresource == "eviction" && e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusTooManyRequests {
+			name += " refused"
+		}
+		return name
 	case e.ObjectRef != nil:
 		return verb + " " + e.ObjectRef.Resource
 	case err == nil:

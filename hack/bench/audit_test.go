@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +100,15 @@ func TestAuditTail(t *testing.T) {
 	g.Expect(tail.next(collect)).To(Succeed())
 	g.Expect(tail.next(collect)).To(Succeed())
 	g.Expect(ids).To(Equal([]string{"1", "2"}))
+}
+
+func TestAuditRequestEviction(t *testing.T) {
+	for code, want := range map[int]string{201: "create pods/eviction", 429: "create pods/eviction refused"} {
+		g := NewWithT(t)
+		line := `{"auditID":"1","stage":"ResponseComplete","verb":"create","requestURI":"/api/v1/namespaces/default/pods/p/eviction",` +
+			`"objectRef":{"resource":"pods","subresource":"eviction"},"responseStatus":{"code":` + strconv.Itoa(code) + `}}`
+		e, err := parseAuditLine([]byte(line))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(e.request()).To(Equal(want))
+	}
 }

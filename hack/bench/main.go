@@ -14,6 +14,7 @@
 // exit with 1, after the table.
 //
 //	go run ./hack/bench --watcher bin/watcher --workloads 10000 --size 16384
+//	go run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 //	go run ./hack/bench --controller-cmd '/path/to/other --health={healthPort}' \
 //		--ready-url http://127.0.0.1:{healthPort}/ready
 package main
@@ -43,10 +44,14 @@ type options struct {
 	JSONPath      string
 
 	// Shared, when set, runs the shared-ConfigMap scenario instead (see
-	// waves.go) with this many Deployments; ReadyDelay is how long their
-	// pods take to become Ready.
+	// waves.go) with this many Deployments of Replicas pods each, and a
+	// PodDisruptionBudget each with PDB; ReadyDelay is how long their pods
+	// take to become Ready. Strategy is watcher's --restart-strategy.
 	Shared     int
+	Replicas   int
+	PDB        bool
 	ReadyDelay time.Duration
+	Strategy   string
 
 	ReadyTimeout  time.Duration
 	SettleQuiet   time.Duration
@@ -77,7 +82,10 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.JSONPath, "json", "", "also write the result as JSON to this file")
 
 	fs.IntVar(&o.Shared, "shared", 0, "run the shared-ConfigMap scenario instead: this many Deployments of one replica use one ConfigMap, changed once (the whole control plane runs)")
+	fs.IntVar(&o.Replicas, "replicas", 1, "with --shared: replicas of each Deployment")
+	fs.BoolVar(&o.PDB, "pdb", false, "with --shared: a PodDisruptionBudget of maxUnavailable 1 for each Deployment")
 	fs.DurationVar(&o.ReadyDelay, "ready-delay", 2*time.Second, "with --shared: how long pods take to become Ready")
+	fs.StringVar(&o.Strategy, "strategy", "", "watcher's --restart-strategy (annotation, env, restarted-at, evict); empty: watcher's default. Only with --watcher")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "longest wait for the controller to be ready")
 	fs.DurationVar(&o.SettleQuiet, "settle-quiet", 2*time.Second,
 		"the controller has settled once it made no write request for this long; also the wait for late restarts at the end")
@@ -98,6 +106,15 @@ func (o *options) validate() error {
 	}
 	if o.Watcher == "" && o.ControllerCmd == "" {
 		errs = append(errs, errors.New("give --watcher or --controller-cmd"))
+	}
+	if o.Strategy != "" && o.ControllerCmd != "" {
+		errs = append(errs, errors.New("--strategy is watcher's: give it in --controller-cmd instead"))
+	}
+	if o.Shared < 0 || o.Replicas < 1 {
+		errs = append(errs, errors.New("--shared must not be negative, --replicas must be at least 1"))
+	}
+	if o.Shared == 0 && (o.Replicas != 1 || o.PDB) {
+		errs = append(errs, errors.New("--replicas and --pdb go with --shared"))
 	}
 	return errors.Join(errs...)
 }
@@ -122,6 +139,9 @@ func main() {
 		stop()
 		if err == nil {
 			err = writeWaves(os.Stdout, r)
+		}
+		if err == nil && o.JSONPath != "" {
+			err = writeJSON(r, o.JSONPath)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -150,19 +170,23 @@ func output(r *report, jsonPath string) error {
 	if err := r.writeTable(os.Stdout); err != nil {
 		return fmt.Errorf("print table: %w", err)
 	}
+	if err := writeJSON(r, filepath.Join(r.OutDir, "result.json")); err != nil {
+		return err
+	}
+	if jsonPath != "" {
+		return writeJSON(r, jsonPath)
+	}
+	return nil
+}
+
+// writeJSON writes r as indented JSON to path.
+func writeJSON(r any, path string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("marshal result: %w", err)
 	}
-	data = append(data, '\n')
-	paths := []string{filepath.Join(r.OutDir, "result.json")}
-	if jsonPath != "" {
-		paths = append(paths, jsonPath)
-	}
-	for _, p := range paths {
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("write result: %w", err)
-		}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write result: %w", err)
 	}
 	return nil
 }

@@ -316,6 +316,9 @@ func (o options) controllerCommand(healthPort int, kubeconfig string) ([]string,
 		if o.Shared == 0 {
 			line += apiServerOnlyArgs
 		}
+		if o.Strategy != "" {
+			line += " --restart-strategy=" + o.Strategy
+		}
 	}
 	fill := strings.NewReplacer("{healthPort}", strconv.Itoa(healthPort), "{kubeconfig}", kubeconfig)
 	argv := strings.Fields(fill.Replace(line))

@@ -15,8 +15,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -25,26 +27,31 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 )
 
-// The shared-ConfigMap scenario (--shared N): N Deployments of one replica
-// use one ConfigMap (a CA bundle, a feature-flag file), their pods become
-// Ready --ready-delay after they are scheduled, and the ConfigMap changes
-// once. It needs real rollouts, so the whole control plane runs (the
-// deployment controller, the scheduler, kwok). It reports the time from the
-// write to every rollout done, the peak of rollouts in progress at once
-// (as kubectl rollout status sees them, polled every wavePoll), and the
-// controller's API requests during the change.
+// The shared-ConfigMap scenario (--shared N): N Deployments of --replicas
+// pods (one by default) use one ConfigMap (a CA bundle, a feature-flag
+// file), each with a PodDisruptionBudget of maxUnavailable 1 with --pdb,
+// their pods become Ready --ready-delay after they are scheduled, and the
+// ConfigMap changes once. It needs real rollouts, so the whole control
+// plane runs (the deployment controller, the disruption controller, the
+// scheduler, kwok). It follows the pods with a watch (replacement), so it
+// measures any restart strategy alike, a new ReplicaSet or evictions, and
+// reports the time from the write to every pod replaced and Ready, the
+// peaks of unavailable pods and of rollouts in progress at once, and the
+// controller's API requests during the change, in all and per restart.
 const wavePoll = 100 * time.Millisecond
 
 // wavesResult is what the shared-ConfigMap scenario measures.
 type wavesResult struct {
-	Workloads     int            `json:"workloads"`
-	ReadyDelay    string         `json:"readyDelay"`
-	ControllerCmd string         `json:"controllerCmd"`
-	RollAll       float64        `json:"rollAllSeconds"`
-	Peak          int            `json:"peakConcurrentRollouts"`
-	RolledOnce    bool           `json:"everyWorkloadRolledOnce"`
-	Requests      map[string]int `json:"requests"`
-	RSSPeakMiB    float64        `json:"rssPeakMiB"`
+	Workloads     int     `json:"workloads"`
+	Replicas      int     `json:"replicas"`
+	PDB           bool    `json:"pdb"`
+	ReadyDelay    string  `json:"readyDelay"`
+	ControllerCmd string  `json:"controllerCmd"`
+	RollAll       float64 `json:"rollAllSeconds"`
+	replacementResult
+	NewReplicaSets int            `json:"newReplicaSets"`
+	Requests       map[string]int `json:"requests"`
+	RSSPeakMiB     float64        `json:"rssPeakMiB"`
 }
 
 func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, err error) {
@@ -55,7 +62,7 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 	log.printf("logs go to %s; starting the whole control plane", outDir)
 	clusterLog := funcr.New(func(_, args string) { log.printf("cluster: %s", args) }, funcr.Options{})
 	kube, err := cluster.Start(logr.NewContext(ctx, clusterLog), cluster.Options{
-		BinDir: o.BinDir, AuditLog: true, Nodes: 1, PodsPerNode: max(1000, 2*o.Shared+10),
+		BinDir: o.BinDir, AuditLog: true, Nodes: 1, PodsPerNode: max(1000, 2*o.Shared*o.Replicas+10),
 		Users: []cluster.User{{Name: controllerUser, Groups: []string{"system:masters"}}},
 	})
 	if err != nil {
@@ -66,7 +73,7 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 	if err != nil {
 		return nil, err
 	}
-	if err := createShared(ctx, cs, o.Shared, o.ReadyDelay); err != nil {
+	if err := createShared(ctx, cs, o); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := kube.UserKubeconfig(controllerUser)
@@ -81,7 +88,8 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 	if err != nil {
 		return nil, err
 	}
-	r := &wavesResult{Workloads: o.Shared, ReadyDelay: o.ReadyDelay.String(), ControllerCmd: strings.Join(argv, " ")}
+	r := &wavesResult{Workloads: o.Shared, Replicas: o.Replicas, PDB: o.PDB, ReadyDelay: o.ReadyDelay.String(),
+		ControllerCmd: strings.Join(argv, " ")}
 	log.printf("starting controller: %s", r.ControllerCmd)
 	ctrl, err := startController(argv, []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(outDir, "controller.log"))
 	if err != nil {
@@ -92,7 +100,17 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 		return nil, err
 	}
 	log.printf("waiting until every Deployment is adopted and available")
-	if err := pollUntil(ctx, 5*time.Minute, func() (bool, error) { return sharedSettled(ctx, cs, o.Shared, false) }); err != nil {
+	if err := pollUntil(ctx, 5*time.Minute, func() (bool, error) { return sharedSettled(ctx, cs, o) }); err != nil {
+		return nil, err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	apps := make([]string, o.Shared)
+	for i := range apps {
+		apps[i] = workloadName(i)
+	}
+	pw, err := startPodWatch(watchCtx, cs, o.Replicas, apps)
+	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -100,27 +118,35 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 	if _, err := cs.CoreV1().ConfigMaps(benchNamespace).Patch(ctx, "shared", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return nil, fmt.Errorf("change the shared ConfigMap: %w", err)
 	}
-	log.printf("ConfigMap changed; following the rollouts")
-	peak := 0
-	err = pollUntil(ctx, 30*time.Minute, func() (bool, error) {
-		n, done, err := rollingNow(ctx, cs)
-		peak = max(peak, n)
-		if err != nil || !done {
-			return false, err
-		}
-		return sharedSettled(ctx, cs, o.Shared, true)
+	log.printf("ConfigMap changed; following the pods")
+	stopProgress := log.every(10*time.Second, func() string {
+		res, _ := pw.result()
+		return fmt.Sprintf("%d of %d new pods; at most %d Deployments rolling at once", res.NewPods, o.Shared*o.Replicas, res.PeakRolling)
 	})
+	err = pollUntil(ctx, 30*time.Minute, func() (bool, error) {
+		res, err := pw.result()
+		return res.Done, err
+	})
+	stopProgress()
 	if err != nil {
 		return nil, err
 	}
-	r.RollAll, r.Peak = time.Since(start).Seconds(), peak
+	r.RollAll = pw.doneAt().Sub(start).Seconds()
+	// A restart done twice would show after the first: wait a moment.
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.SettleQuiet):
+	}
 	end := time.Now()
+	if r.replacementResult, err = pw.result(); err != nil {
+		return nil, err
+	}
 	if s, err := readProc(ctrl.pid()); err == nil {
 		r.RSSPeakMiB = float64(s.Peak) / (1 << 20)
 	}
 	ctrl.stop()
-	r.RolledOnce, err = rolledOnce(ctx, cs, o.Shared)
-	if err != nil {
+	if r.NewReplicaSets, err = newReplicaSets(ctx, cs, o.Shared); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(kube.AuditLogPath)
@@ -139,22 +165,24 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 // benchNamespace holds the benchmark's objects.
 const benchNamespace = "default"
 
-// createShared creates the ConfigMap and n Deployments that use it.
-func createShared(ctx context.Context, cs kubernetes.Interface, n int, delay time.Duration) error {
+// createShared creates the ConfigMap and o.Shared Deployments that use it,
+// each with a PodDisruptionBudget if o.PDB.
+func createShared(ctx context.Context, cs kubernetes.Interface, o options) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: benchNamespace}, Data: map[string]string{"ca.crt": "0"}}
 	if _, err := cs.CoreV1().ConfigMaps(benchNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the shared ConfigMap: %w", err)
 	}
-	for i := range n {
+	for i := range o.Shared {
 		name := workloadName(i)
 		labels := map[string]string{"app": name}
+		selector := &metav1.LabelSelector{MatchLabels: labels}
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
 			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Replicas: ptr.To(int32(o.Replicas)),
+				Selector: selector,
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{cluster.ReadyDelayAnnotation: delay.String()}},
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{cluster.ReadyDelayAnnotation: o.ReadyDelay.String()}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app",
 						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}}}}},
 				},
@@ -163,13 +191,25 @@ func createShared(ctx context.Context, cs kubernetes.Interface, n int, delay tim
 		if _, err := cs.AppsV1().Deployments(benchNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create %s: %w", name, err)
 		}
+		if !o.PDB {
+			continue
+		}
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
+			Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: selector},
+		}
+		if _, err := cs.PolicyV1().PodDisruptionBudgets(benchNamespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create the PodDisruptionBudget of %s: %w", name, err)
+		}
 	}
 	return nil
 }
 
-// sharedSettled reports whether all n Deployments carry a record (and,
-// with restarted, watcher's restart mark) and are done rolling.
-func sharedSettled(ctx context.Context, cs kubernetes.Interface, n int, restarted bool) (bool, error) {
+// sharedSettled reports whether all o.Shared Deployments carry a record,
+// are done rolling with all their replicas available, and, with o.PDB,
+// whether their budgets allow a disruption (the disruption controller
+// has seen the pods Ready).
+func sharedSettled(ctx context.Context, cs kubernetes.Interface, o options) (bool, error) {
 	list, err := cs.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
@@ -177,49 +217,35 @@ func sharedSettled(ctx context.Context, cs kubernetes.Interface, n int, restarte
 	ok := 0
 	for i := range list.Items {
 		d := &list.Items[i]
-		if d.Annotations[plan.RecordAnnotation] == "" || guard.Rolling(d) || d.Status.AvailableReplicas < 1 {
-			continue
-		}
-		if restarted && guard.Mark(&d.Spec.Template) == "" {
-			continue
-		}
-		ok++
-	}
-	return ok == n, nil
-}
-
-// rollingNow counts the Deployments watcher restarted whose rollout is not
-// done; done is true when every restarted one is.
-func rollingNow(ctx context.Context, cs kubernetes.Interface) (n int, done bool, err error) {
-	list, err := cs.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, false, err
-	}
-	for i := range list.Items {
-		if d := &list.Items[i]; guard.Mark(&d.Spec.Template) != "" && guard.Rolling(d) {
-			n++
+		if d.Annotations[plan.RecordAnnotation] != "" && !guard.Rolling(d) && int(d.Status.AvailableReplicas) >= o.Replicas {
+			ok++
 		}
 	}
-	return n, n == 0, nil
-}
-
-// rolledOnce reports whether every Deployment has exactly two
-// ReplicaSets: its first, and one rollout.
-func rolledOnce(ctx context.Context, cs kubernetes.Interface, n int) (bool, error) {
-	list, err := cs.AppsV1().ReplicaSets(benchNamespace).List(ctx, metav1.ListOptions{})
+	if ok != o.Shared || !o.PDB {
+		return ok == o.Shared, nil
+	}
+	pdbs, err := cs.PolicyV1().PodDisruptionBudgets(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}
-	per := map[string]int{}
-	for _, rs := range list.Items {
-		per[rs.Labels["app"]]++
-	}
-	for i := range n {
-		if per[workloadName(i)] != 2 {
-			return false, nil
+	allowing := 0
+	for _, p := range pdbs.Items {
+		if p.Status.DisruptionsAllowed >= 1 {
+			allowing++
 		}
 	}
-	return true, nil
+	return allowing == o.Shared, nil
+}
+
+// newReplicaSets counts the ReplicaSets of the n Deployments beyond their
+// first: one per Deployment for a strategy that changes the template,
+// none for evict.
+func newReplicaSets(ctx context.Context, cs kubernetes.Interface, n int) (int, error) {
+	list, err := cs.AppsV1().ReplicaSets(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items) - n, nil
 }
 
 // pollUntil calls cond every wavePoll until it is true, fails, or timeout.
@@ -241,23 +267,31 @@ func pollUntil(ctx context.Context, timeout time.Duration, cond func() (bool, er
 	}
 }
 
-// writeWaves prints the result as a table.
+// writeWaves prints the result as a table: the API requests in all and
+// per restarted Deployment.
 func writeWaves(w io.Writer, r *wavesResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario                 %d Deployments of 1 replica share one ConfigMap, changed once; pods Ready %s after scheduling\n", r.Workloads, r.ReadyDelay)
-	fmt.Fprintf(&b, "controller               %s\n", r.ControllerCmd)
-	fmt.Fprintf(&b, "time to roll all         %.2f s\n", r.RollAll)
-	fmt.Fprintf(&b, "peak rollouts at once    %d\n", r.Peak)
-	fmt.Fprintf(&b, "every workload rolled once  %v\n", r.RolledOnce)
-	fmt.Fprintf(&b, "RSS peak                 %.1f MiB\n", r.RSSPeakMiB)
-	fmt.Fprintf(&b, "API requests of the controller during the change\n")
+	pdb := ""
+	if r.PDB {
+		pdb = " with a PodDisruptionBudget (maxUnavailable 1) each"
+	}
+	fmt.Fprintf(&b, "scenario                  %d Deployments of %d replica(s)%s share one ConfigMap, changed once; pods Ready %s after scheduling\n",
+		r.Workloads, r.Replicas, pdb, r.ReadyDelay)
+	fmt.Fprintf(&b, "controller                %s\n", r.ControllerCmd)
+	fmt.Fprintf(&b, "time to roll all          %.2f s  (every pod replaced and Ready)\n", r.RollAll)
+	fmt.Fprintf(&b, "peak rollouts at once     %d\n", r.PeakRolling)
+	fmt.Fprintf(&b, "peak unavailable pods     %d in all, %d in one Deployment\n", r.PeakUnavailableAll, r.PeakUnavailable)
+	fmt.Fprintf(&b, "every pod replaced once   %v  (%d new pods for %d)\n", r.ReplacedOnce, r.NewPods, r.Workloads*r.Replicas)
+	fmt.Fprintf(&b, "new ReplicaSets           %d\n", r.NewReplicaSets)
+	fmt.Fprintf(&b, "RSS peak                  %.1f MiB\n", r.RSSPeakMiB)
+	fmt.Fprintf(&b, "API requests of the controller during the change  all   per restart\n")
 	keys := make([]string, 0, len(r.Requests))
 	for k := range r.Requests {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "  %-30s %d\n", k, r.Requests[k])
+		fmt.Fprintf(&b, "  %-46s  %-5d %.2f\n", k, r.Requests[k], float64(r.Requests[k])/float64(max(r.Workloads, 1)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
