@@ -109,9 +109,11 @@ demo: build controlplane ## start a local control plane, run watcher on it and s
 run: build ## run watcher against the cluster of $$KUBECONFIG
 	bin/watcher --local-config=True
 
-bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; then again with 2,000 ReloadPolicies
+bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; again with 2,000 ReloadPolicies; then the eviction scenario, evict beside annotation
 	$(GO) run ./hack/bench --watcher bin/watcher
 	$(GO) run ./hack/bench --watcher bin/watcher --policies 2000
+	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
+	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy annotation
 
 clean: ## remove bin/
 	rm -rf bin
