@@ -191,6 +191,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 	return store.New(cs, store.Options{
 		Namespaces:                o.Namespaces,
 		WorkloadSelector:          o.WorkloadSelector,
+		IgnoredKinds:              o.IgnoreWorkloadKinds,
 		ConfigSelector:            o.ConfigSelector,
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,

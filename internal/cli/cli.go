@@ -143,6 +143,7 @@ var installationFlags = []struct {
 	}},
 	{"workload-selector", func(to *settings.Settings, from settings.Settings) { to.WorkloadSelector = from.WorkloadSelector }},
 	{"config-selector", func(to *settings.Settings, from settings.Settings) { to.ConfigSelector = from.ConfigSelector }},
+	{"ignore-workload-kinds", func(to *settings.Settings, from settings.Settings) { to.IgnoreWorkloadKinds = from.IgnoreWorkloadKinds }},
 	{"reload-on-create", func(to *settings.Settings, from settings.Settings) { to.RestartOnCreate = from.RestartOnCreate }},
 	{"reload-on-delete", func(to *settings.Settings, from settings.Settings) { to.ReloadOnDelete = from.ReloadOnDelete }},
 	{"hash-key-secret", func(to *settings.Settings, from settings.Settings) { to.HashKeySecret = from.HashKeySecret }},
@@ -279,6 +280,7 @@ func (c *command) settings(policies *policy.Index) (explain.Settings, error) {
 		RestartOnCreate: o.RestartOnCreate,
 		ReloadOnDelete:  o.ReloadOnDelete,
 		Namespaces:      o.Namespaces,
+		IgnoredKinds:    o.IgnoreWorkloadKinds,
 	}
 	var err error
 	s.WorkloadSelector, s.ConfigSelector, err = o.Selectors()

@@ -17,6 +17,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -228,7 +229,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	var apis []optionalAPI
 	for _, k := range workload.Kinds {
-		if k.Optional {
+		if k.Optional && !slices.Contains(cfg.Settings.IgnoreWorkloadKinds, k.Name()) {
 			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch, gone: r.guards.GoneKind})
 		}
 	}

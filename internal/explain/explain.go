@@ -56,6 +56,8 @@ type Settings struct {
 	Rules plan.Chain
 	// RestartOnCreate and ReloadOnDelete: see plan.Input.
 	RestartOnCreate, ReloadOnDelete bool
+	// IgnoredKinds are the workload kinds not watched (kind names).
+	IgnoredKinds []string
 	// Namespaces are the namespaces watched; empty: all.
 	Namespaces []string
 	// WorkloadSelector and ConfigSelector select the workloads and the
@@ -176,6 +178,9 @@ func (s Settings) watched(obj client.Object) string {
 	}
 	if s.WorkloadSelector != nil && !s.WorkloadSelector.Matches(labels.Set(obj.GetLabels())) {
 		return "its labels do not match --workload-selector"
+	}
+	if kind, ok := workload.Of(obj); ok && slices.Contains(s.IgnoredKinds, kind.Name()) {
+		return "its kind is ignored (--ignore-workload-kinds)"
 	}
 	return ""
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// workloads and the ConfigMaps/Secrets watched; empty selects all.
 	WorkloadSelector string
 	ConfigSelector   string
+	// IgnoreWorkloadKinds are workload kinds watcher neither watches nor
+	// restarts (kind names: CronJob, DaemonSet, ...).
+	IgnoreWorkloadKinds []string
 	// Annotation is the opt-out annotation key: "false" opts out.
 	Annotation string
 	// Discovery is "all" (every workload's references count) or
@@ -237,6 +240,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(list{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated); empty: all")
 	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated; * for all)")
 	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated; * for all)")
+	bind(list{&o.IgnoreWorkloadKinds}, "ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "workload kinds never watched nor restarted (comma-separated kind names: CronJob, DaemonSet, ...)")
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
@@ -334,6 +338,7 @@ func (o *Options) Settings() settings.Settings {
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 		WorkloadSelector:          o.WorkloadSelector,
 		ConfigSelector:            o.ConfigSelector,
+		IgnoreWorkloadKinds:       o.IgnoreWorkloadKinds,
 		RestartOnCreate:           o.RestartOnCreate,
 		ReloadOnDelete:            o.ReloadOnDelete,
 		HashKeySecret:             o.HashKeySecret,

@@ -108,6 +108,7 @@ var settings = []struct {
 	{"NAMESPACES", "namespaces", " a, b ,,c", func(o *options.Options) { o.Namespaces = []string{"a", "b", "c"} }},
 	{"IGNORE_CONFIGMAP_NAMESPACES", "ignore-configmap-namespaces", "x,y", func(o *options.Options) { o.IgnoreConfigMapNamespaces = []string{"x", "y"} }},
 	{"IGNORE_SECRET_NAMESPACES", "ignore-secret-namespaces", "z", func(o *options.Options) { o.IgnoreSecretNamespaces = []string{"z"} }},
+	{"IGNORE_WORKLOAD_KINDS", "ignore-workload-kinds", "CronJob,DaemonSet", func(o *options.Options) { o.IgnoreWorkloadKinds = []string{"CronJob", "DaemonSet"} }},
 	{"WORKLOAD_SELECTOR", "workload-selector", "app=web,tier!=db", func(o *options.Options) { o.WorkloadSelector = "app=web,tier!=db" }},
 	{"CONFIG_SELECTOR", "config-selector", "watch in (yes)", func(o *options.Options) { o.ConfigSelector = "watch in (yes)" }},
 	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},

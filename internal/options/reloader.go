@@ -10,6 +10,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Stakater Reloader's command-line flags (v1.4, internal/pkg/util), so
@@ -32,8 +33,8 @@ import (
 //	--resources-to-ignore configmaps    --ignore-configmap-namespaces '*'
 //	--resources-to-ignore secrets       --ignore-secret-namespaces '*'
 //	--ignored-workload-types            jobs: watcher restarts no Job
-//	                                    (noted); cronjobs: refused, not
-//	                                    yet supported
+//	                                    (noted); cronjobs:
+//	                                    --ignore-workload-kinds CronJob
 //	--resource-label-selector           --config-selector (Reloader's
 //	                                    k:v and k:* forms converted)
 //	--enable-pprof                      --pprof-addr (:6060 unless given)
@@ -210,7 +211,9 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 		case "jobs":
 			o.Notes = append(o.Notes, "Reloader's --ignored-workload-types jobs accepted: watcher restarts no Job")
 		case "cronjobs":
-			errs = append(errs, "Reloader's --ignored-workload-types cronjobs: ignoring CronJobs is not supported yet (opt them out with the annotation "+o.Annotation+": \"false\")")
+			if !given("ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS") {
+				o.IgnoreWorkloadKinds = appendNew(o.IgnoreWorkloadKinds, workload.CronJob.Name())
+			}
 		default:
 			errs = append(errs, fmt.Sprintf("Reloader's --ignored-workload-types %q: want jobs or cronjobs", kind))
 		}

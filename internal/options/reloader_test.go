@@ -64,7 +64,9 @@ func TestReloaderFlags(t *testing.T) {
 		{name: "namespace-selector refused", args: []string{"--namespace-selector=team:a"}, env: env(), err: "--namespace-selector"},
 		{name: "csi refused", args: []string{"--enable-csi-integration=true"}, env: env(), err: "--enable-csi-integration"},
 		{name: "webhook-url refused", args: []string{"--webhook-url", "https://hooks.example/x"}, env: env(), err: "--webhook-url"},
-		{name: "cronjobs refused", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(), err: "cronjobs"},
+		{name: "cronjobs ignored", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(),
+			check: want("ignored kinds", "CronJob", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
+		{name: "not a kind", args: []string{"--ignore-workload-kinds=Pod"}, env: env(), err: "no workload kind"},
 		{name: "bad resource", args: []string{"--resources-to-ignore=pods"}, env: env(), err: "configmaps or secrets"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Validate checks what the flag types alone cannot: selectors, annotation
@@ -66,6 +68,11 @@ func (o *Options) validate() []error {
 	} {
 		if err := checkAddr(a.addr); err != nil {
 			p.add(a.flag, a.env, `want host:port, :port or "0": %v`, err)
+		}
+	}
+	for _, k := range o.IgnoreWorkloadKinds {
+		if _, ok := workload.ByName(k); !ok {
+			p.add("ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "%q is no workload kind (want kind names such as CronJob)", k)
 		}
 	}
 	if o.Namespace != "" {

@@ -47,6 +47,9 @@ type Settings struct {
 	// workloads and of the ConfigMaps and Secrets watched; empty: all.
 	WorkloadSelector string `json:"workloadSelector,omitempty"`
 	ConfigSelector   string `json:"configSelector,omitempty"`
+	// IgnoreWorkloadKinds are the workload kinds neither watched nor
+	// restarted.
+	IgnoreWorkloadKinds []string `json:"ignoreWorkloadKinds,omitempty"`
 	// RestartOnCreate and ReloadOnDelete: see plan.Input.
 	RestartOnCreate bool `json:"reloadOnCreate"`
 	ReloadOnDelete  bool `json:"reloadOnDelete"`

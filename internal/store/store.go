@@ -15,6 +15,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,8 @@ const ErrorOperation = "index"
 type Options struct {
 	// Namespaces to watch; empty: all.
 	Namespaces []string
+	// IgnoredKinds are workload kinds not watched at all (kind names).
+	IgnoredKinds []string
 	// WorkloadSelector and ConfigSelector are label selectors; empty: all.
 	WorkloadSelector string
 	ConfigSelector   string
@@ -118,8 +121,8 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	configs := o.Hasher.Transform(o.ConfigAnnotations...)
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
-			if k.NewInformer == nil {
-				continue // optional kinds: Enable
+			if k.NewInformer == nil || slices.Contains(o.IgnoredKinds, k.Name()) {
+				continue // optional kinds: Enable; ignored kinds: never
 			}
 			inf := k.NewInformer(cs, ns, internalinterfaces.InformerOptions{
 				Indexers:         indexers(o.Log, refsOr(o.Refs), o.Wildcards),

@@ -165,6 +165,7 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "NAMESPACES" .Values.discovery.namespaces) }}
 {{- include "watcher.env" (list "IGNORE_CONFIGMAP_NAMESPACES" .Values.discovery.ignoreConfigMapNamespaces) }}
 {{- include "watcher.env" (list "IGNORE_SECRET_NAMESPACES" .Values.discovery.ignoreSecretNamespaces) }}
+{{- include "watcher.env" (list "IGNORE_WORKLOAD_KINDS" .Values.discovery.ignoreWorkloadKinds) }}
 {{- include "watcher.env" (list "WORKLOAD_SELECTOR" .Values.discovery.workloadSelector) }}
 {{- include "watcher.env" (list "CONFIG_SELECTOR" .Values.discovery.configSelector) }}
 {{- include "watcher.env" (list "ANNOTATION" .Values.discovery.annotation) }}
