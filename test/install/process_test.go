@@ -1,6 +1,7 @@
 package install
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,8 +51,9 @@ func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig str
 	t.Helper()
 	p := &proc{Logs: &logs{}, HealthAddr: freeAddr(t), done: make(chan struct{})}
 	env := []string{"KUBECONFIG=" + kubeconfig, "HOME=/nonexistent"}
-	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-		env = append(env, e.Name+"="+envValue(t, d.Namespace, e))
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+envValue(t, d.Namespace, c, e))
 	}
 	metricsAddr := freeAddr(t)
 	for metricsAddr == p.HealthAddr { // a port just freed may be handed out again
@@ -76,15 +78,18 @@ func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig str
 	return p
 }
 
-// envValue resolves an env var of the pod: a value, the pod's namespace, or
-// a key of a Secret.
-func envValue(t *testing.T, ns string, e corev1.EnvVar) string {
+// envValue resolves an env var of container c of the pod: a value, the
+// pod's namespace, a resource of the container (in bytes or cores, as the
+// kubelet gives it with divisor 1), or a key of a Secret.
+func envValue(t *testing.T, ns string, c corev1.Container, e corev1.EnvVar) string {
 	t.Helper()
 	switch {
 	case e.ValueFrom == nil:
 		return e.Value
 	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 		return ns
+	case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+		return fmt.Sprint(c.Resources.Limits.Memory().Value())
 	case e.ValueFrom.SecretKeyRef != nil:
 		s := &corev1.Secret{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: e.ValueFrom.SecretKeyRef.Name}, s); err != nil {

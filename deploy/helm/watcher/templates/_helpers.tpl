@@ -235,6 +235,13 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "METRICS_ADDR" (printf ":%v" .Values.metrics.port)) }}
 {{- include "watcher.env" (list "HEALTH_ADDR" (printf ":%v" .Values.health.port)) }}
 {{- include "watcher.env" (list "PPROF_ADDR" .Values.pprofAddr) }}
+{{- /* Go's soft memory limit from the container's: the collector works
+harder as the heap nears the limit instead of letting the kernel kill the
+pod. An extraEnv GOMEMLIMIT, later in the list, wins. */}}
+{{- if and .Values.resources .Values.resources.limits .Values.resources.limits.memory }}
+- name: GOMEMLIMIT
+  valueFrom: {resourceFieldRef: {resource: limits.memory}}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
