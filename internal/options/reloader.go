@@ -134,23 +134,20 @@ func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 		fs.StringVar(&v, name, def, "Reloader's annotation key; only its default is supported")
 		hidden(name)
 	}
-	for name := range reloaderNoted {
-		v := ""
-		r.noted[name] = &v
-		fs.StringVar(&v, name, "", "Reloader's; "+reloaderNoted[name])
-		if reloaderBools[name] {
-			fs.Lookup(name).NoOptDefVal = "true"
+	// The noted and the refused flags only say what watcher does instead.
+	for _, set := range []struct {
+		flags map[string]string
+		into  map[string]*string
+	}{{reloaderNoted, r.noted}, {reloaderRefused, r.refused}} {
+		for name, what := range set.flags {
+			v := ""
+			set.into[name] = &v
+			fs.StringVar(&v, name, "", "Reloader's; "+what)
+			if reloaderBools[name] {
+				fs.Lookup(name).NoOptDefVal = "true"
+			}
+			hidden(name)
 		}
-		hidden(name)
-	}
-	for name := range reloaderRefused {
-		v := ""
-		r.refused[name] = &v
-		fs.StringVar(&v, name, "", "Reloader's; "+reloaderRefused[name])
-		if reloaderBools[name] {
-			fs.Lookup(name).NoOptDefVal = "true"
-		}
-		hidden(name)
 	}
 	return r
 }

@@ -1,6 +1,7 @@
 package options_test
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -54,9 +55,9 @@ func TestReloaderFlags(t *testing.T) {
 		{name: "log levels", args: []string{"--log-level=trace"}, env: env(),
 			check: want("level", "debug", func(o *options.Options) string { return o.LogLevel })},
 		{name: "noted flags", args: []string{"--enable-ha=true", "--is-Argo-Rollouts=true", "--sync-after-restart=true", "--ignored-workload-types=jobs"}, env: env(),
-			check: want("notes", "true", func(o *options.Options) string {
+			check: want("notes on --enable-ha, --is-Argo-Rollouts and jobs", "true", func(o *options.Options) string {
 				n := strings.Join(o.Notes, "\n")
-				return has([]string{"true"}, map[bool]string{true: "true"}[strings.Contains(n, "--enable-ha") && strings.Contains(n, "--is-Argo-Rollouts") && strings.Contains(n, "restarts no Job")])
+				return fmt.Sprint(strings.Contains(n, "--enable-ha") && strings.Contains(n, "--is-Argo-Rollouts") && strings.Contains(n, "restarts no Job"))
 			})},
 		{name: "Reloader's own keys are accepted", args: []string{"--configmap-annotation", "configmap.reloader.stakater.com/reload"}, env: env(),
 			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},

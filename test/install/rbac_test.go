@@ -235,16 +235,7 @@ func jobs(t *testing.T, ns string) []batchv1.Job {
 // what args say.
 func canI(t *testing.T, ns, sa string, args []string) bool {
 	t.Helper()
-	out, err := kubectl(append([]string{"auth", "can-i", "--as=system:serviceaccount:" + ns + ":" + sa}, args...)...)
-	answer := strings.TrimSpace(out)
-	switch {
-	case err == nil && answer == "yes":
-		return true
-	case strings.HasSuffix(answer, "no"):
-		return false
-	}
-	t.Fatalf("kubectl auth can-i %v: %v: %s", args, err, out)
-	return false
+	return canUser(t, append([]string{"--as=system:serviceaccount:" + ns + ":" + sa}, args...))
 }
 
 // canUser asks `kubectl auth can-i` with args, which say who asks
