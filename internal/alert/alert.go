@@ -1,5 +1,5 @@
 // Package alert sends a message to a chat or a webhook when watcher
-// restarts a workload and, each switched on apart, when a restart is held,
+// restarts a workload (in a dry run, when it would) and, each switched on apart, when a restart is held,
 // a ConfigMap or Secret flaps or a rollout fails. The settings are
 // Reloader's (ALERT_ON_RELOAD, ALERT_SINK, ALERT_WEBHOOK_URL,
 // ALERT_ADDITIONAL_INFO, ALERT_WEBHOOK_PROXY), so that a deployment of
@@ -74,6 +74,9 @@ type Alert struct {
 	// window) and FailedRollout; Detail says more, in words.
 	Reason string `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// DryRun is true, for Restart, when watcher only says it would restart
+	// (--dry-run): nothing was written.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 // Object names an object.
@@ -127,6 +130,9 @@ func (a Alert) title(st style) string {
 	}
 	switch a.Event {
 	case Restart:
+		if a.DryRun {
+			return "watcher would restart " + w + " (dry run)"
+		}
 		return "watcher restarted " + w
 	case Held:
 		return "watcher held the restart of " + w + reason

@@ -36,12 +36,13 @@ func ObjectOf(ref object.Ref) Object {
 	return Object{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 }
 
-// FromRestart returns the alert of a restart watcher made, from what is
+// FromRestart returns the alert of a restart watcher made (or, in a dry
+// run, would have made: DryRun), from what is
 // said of it (package cause), so that the alert and the Event tell the same
 // facts.
 func FromRestart(said cause.Restart) Alert {
 	w := ObjectOf(said.Workload)
-	a := Alert{Event: Restart, Workload: &w}
+	a := Alert{Event: Restart, Workload: &w, DryRun: said.DryRun}
 	for _, c := range said.Changes {
 		a.Sources = append(a.Sources, Source{Object: ObjectOf(c.Source), Keys: c.Keys, SealedSecret: c.SealedSecret, ChangedBy: c.ChangedBy})
 	}

@@ -201,6 +201,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Wildcards:                 r.Wildcards,
 		Annotate:                  annotate,
 		Dynamic:                   dyn,
+		Keys:                      o.AnnotationKeys,
 		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
 	})

@@ -147,6 +147,7 @@ var installationFlags = []struct {
 	{"reload-on-create", func(to *settings.Settings, from settings.Settings) { to.RestartOnCreate = from.RestartOnCreate }},
 	{"reload-on-delete", func(to *settings.Settings, from settings.Settings) { to.ReloadOnDelete = from.ReloadOnDelete }},
 	{"hash-key-secret", func(to *settings.Settings, from settings.Settings) { to.HashKeySecret = from.HashKeySecret }},
+	{"annotation-keys", func(to *settings.Settings, from settings.Settings) { to.AnnotationKeys = from.AnnotationKeys }},
 }
 
 func newCommand(prog, name string, stderr io.Writer) *command {
@@ -293,6 +294,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	c.installation = c.installationSettings(ctx, r, c.stderr)
+	r.rename(c.installation.AnnotationKeys)
 	if c.name == cmdKeyDerive {
 		return c.derive(ctx, r, out)
 	}

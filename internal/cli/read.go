@@ -19,12 +19,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/sealed"
@@ -55,7 +57,7 @@ func (c *command) reader() (*reader, error) {
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -360,4 +362,37 @@ func (r *reader) policies(ctx context.Context, namespace string, warn io.Writer)
 		ix.Set(policy.Compile(&list.Items[i]))
 	}
 	return ix, nil
+}
+
+// rename makes r read the installation's annotation keys under watcher's
+// (optin.Keys), as the controller's store does: what explain and graph
+// read of each object is what the controller reads.
+func (r *reader) rename(keys optin.Keys) {
+	if len(keys) == 0 {
+		return
+	}
+	c, ok := r.c.(client.WithWatch)
+	if !ok {
+		return
+	}
+	r.c = interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			keys.Rename(obj)
+			return nil
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			return meta.EachListItem(list, func(o runtime.Object) error {
+				if obj, ok := o.(client.Object); ok {
+					keys.Rename(obj)
+				}
+				return nil
+			})
+		},
+	})
 }

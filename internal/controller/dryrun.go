@@ -56,10 +56,16 @@ func (d *dryRun) record(obj client.Object) (plan.Record, bool) {
 	return r, ok
 }
 
-func (d *dryRun) set(key workload.Key, r plan.Record) {
+// set keeps r as the record of key, and tells whether it was kept already:
+// two decisions made at once on one workload (its change and an event of
+// its own, in two workers) both decided from the record before either kept
+// it, and only the first may be announced.
+func (d *dryRun) set(key workload.Key, r plan.Record) (kept bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	old, ok := d.records[key]
 	d.records[key] = r
+	return ok && old != nil && r != nil && old.RestartID() == r.RestartID()
 }
 
 // drop forgets a deleted workload.
@@ -76,7 +82,10 @@ func (d *dryRun) drop(key workload.Key) {
 // dryRun.
 func (r *Reconciler) dryApply(ctx context.Context, d *dryRun, key workload.Key, obj client.Object, p plan.Plan) {
 	log := ctrl.LoggerFrom(ctx)
-	d.set(key, p.Record) // nil for Forget
+	kept := d.set(key, p.Record) // nil for Forget
+	if p.Action == plan.Restart && kept {
+		return // announced by the decision that kept it
+	}
 	if p.Action != plan.Restart {
 		log.V(1).Info("Dry run: would write the record, restarting nothing", "action", p.Action.String())
 		return

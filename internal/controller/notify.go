@@ -64,6 +64,9 @@ func (r *Reconciler) announce(ctx context.Context, obj client.Object, said cause
 		metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
 	case said.DryRun:
 		metrics.WouldRestart.WithLabelValues(said.Workload.Kind).Inc()
+		if r.Config.Alerts != nil {
+			r.Config.Alerts.Notify(alert.FromRestart(said))
+		}
 	default:
 		metrics.Restarts.WithLabelValues(said.Workload.Kind).Inc()
 		if r.Config.Alerts != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/settings"
@@ -49,6 +50,9 @@ type Options struct {
 	IgnoreWorkloadKinds []string
 	// Annotation is the opt-out annotation key: "false" opts out.
 	Annotation string
+	// AnnotationKeys renames the opting-in annotations (optin.Keys), as
+	// Reloader's annotation flags do; nil: none.
+	AnnotationKeys optin.Keys
 	// Discovery is "all" (every workload's references count) or
 	// "annotated" (only those of workloads that opt in by an annotation).
 	Discovery string
@@ -244,6 +248,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
+	bind(keyMap{&o.AnnotationKeys}, "annotation-keys", "ANNOTATION_KEYS", "annotations read under other keys, as Reloader's --auto-annotation and like flags: watcher's key=the key read in its place (comma-separated); that key is then read with the meaning of watcher's, and watcher's own no longer")
 	bind(oneOf{&o.Discovery, []string{plan.DiscoveryAll, plan.DiscoveryAnnotated}}, "discovery", "DISCOVERY", `which workloads are restarted: all, or annotated (only those that opt in with watcher.dev/auto or a Reloader annotation)`)
 	bind(boolean{&o.RestartOnCreate}, "reload-on-create", "RELOAD_ON_CREATE", "also restart when a ConfigMap or Secret a workload uses is created")
 	bind(boolean{&o.RestartOnCreate}, "restart-on-create", "RESTART_ON_CREATE", "the same as --reload-on-create (RELOAD_ON_CREATE), its former name")
@@ -255,7 +260,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(boolean{&o.CronJobTrigger}, "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
 	fs.Lookup("cronjob-trigger").NoOptDefVal = "true"
-	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload")
+	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload (and, with --alert-on-reload, an alert)")
 	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")
 	bind(oneOf{&o.RestartStrategy, restart.Names()}, "restart-strategy", "RESTART_STRATEGY", "how a restart is written: annotation (a pod-template annotation), env (an env var on every container), restarted-at (kubectl's kubectl.kubernetes.io/restartedAt pod-template annotation) or evict (the template is left alone, the pods are evicted, honouring PodDisruptionBudgets; needs the rights to list pods and evict them); a workload's annotation watcher.dev/restart-strategy overrides it")
@@ -342,5 +347,6 @@ func (o *Options) Settings() settings.Settings {
 		RestartOnCreate:           o.RestartOnCreate,
 		ReloadOnDelete:            o.ReloadOnDelete,
 		HashKeySecret:             o.HashKeySecret,
+		AnnotationKeys:            o.AnnotationKeys,
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
@@ -112,6 +113,9 @@ var settings = []struct {
 	{"WORKLOAD_SELECTOR", "workload-selector", "app=web,tier!=db", func(o *options.Options) { o.WorkloadSelector = "app=web,tier!=db" }},
 	{"CONFIG_SELECTOR", "config-selector", "watch in (yes)", func(o *options.Options) { o.ConfigSelector = "watch in (yes)" }},
 	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},
+	{"ANNOTATION_KEYS", "annotation-keys", "reloader.stakater.com/auto=example.com/auto", func(o *options.Options) {
+		o.AnnotationKeys = optin.Keys{"reloader.stakater.com/auto": "example.com/auto"}
+	}},
 	{"DISCOVERY", "discovery", "annotated", func(o *options.Options) { o.Discovery = "annotated" }},
 	{"RESTART_ON_CREATE", "restart-on-create", "True", func(o *options.Options) { o.RestartOnCreate = true }},
 	{"RELOAD_ON_CREATE", "reload-on-create", "True", func(o *options.Options) { o.RestartOnCreate = true }},

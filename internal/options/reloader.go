@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -44,12 +45,16 @@ import (
 //	                                    down are caught from the recorded
 //	                                    hashes; pauses are kept in the
 //	                                    cluster, not in this annotation)
-//	the annotation key flags            Reloader's own keys: accepted;
-//	                                    other keys: refused, not yet
-//	                                    supported
+//	the annotation key flags            --annotation-keys: the key given
+//	                                    is read in place of Reloader's
+//	                                    (optin.Keys)
+//	--webhook-url                       --dry-run, --alert-on-reload,
+//	                                    --alert-sink webhook and
+//	                                    --alert-webhook-url: each restart
+//	                                    posted, none made
 //	--namespace-selector,               refused, not yet supported:
-//	--enable-csi-integration,           watcher would restart more, or
-//	--webhook-url                       less, than Reloader does
+//	--enable-csi-integration            watcher would restart more, or
+//	                                    less, than Reloader does
 //
 // A refused flag stops watcher at start with a message that says so,
 // rather than have it act otherwise than the Reloader it replaces.
@@ -61,6 +66,7 @@ type reloaderFlags struct {
 	workloadsIgnore  []string
 	resourceSelector []string
 	enablePprof      bool
+	webhookURL       string
 	keys             map[string]*string
 	ignoredBool      map[string]*bool
 	refused          map[string]*string
@@ -100,7 +106,6 @@ var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": tru
 var reloaderRefused = map[string]string{
 	"namespace-selector":     "watching namespaces by label is not supported yet (use --namespaces or --namespaces-to-ignore)",
 	"enable-csi-integration": "restarts for Secrets Store CSI Driver rotations are not supported yet",
-	"webhook-url":            "calling a webhook instead of restarting is not supported (watcher's alerts can post to a webhook beside its restarts: --alert-webhook-url, or --dry-run)",
 }
 
 // bindReloader binds Reloader's flags, hidden from --help (see
@@ -128,10 +133,12 @@ func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	fs.Var(boolean{&r.enablePprof}, "enable-pprof", "Reloader's: serve pprof at --pprof-addr, :6060 unless given")
 	fs.Lookup("enable-pprof").NoOptDefVal = "true"
 	hidden("enable-pprof")
+	fs.Var(secret{&r.webhookURL}, "webhook-url", "Reloader's: post each restart to this URL instead of making it (watcher's --dry-run with --alert-on-reload to a webhook sink)")
+	hidden("webhook-url")
 	for name, def := range reloaderKeys {
 		v := def
 		r.keys[name] = &v
-		fs.StringVar(&v, name, def, "Reloader's annotation key; only its default is supported")
+		fs.StringVar(&v, name, def, "Reloader's annotation key (watcher's --annotation-keys)")
 		hidden(name)
 	}
 	// The noted and the refused flags only say what watcher does instead.
@@ -172,8 +179,11 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 			errs = append(errs, fmt.Sprintf("Reloader's --%s: %s", f.Name, reloaderRefused[f.Name]))
 		case r.noted[f.Name] != nil:
 			o.Notes = append(o.Notes, fmt.Sprintf("Reloader's --%s accepted: %s", f.Name, reloaderNoted[f.Name]))
-		case r.keys[f.Name] != nil && *r.keys[f.Name] != reloaderKeys[f.Name]:
-			errs = append(errs, fmt.Sprintf("Reloader's --%s %q: only Reloader's own key %s is supported yet", f.Name, *r.keys[f.Name], reloaderKeys[f.Name]))
+		case r.keys[f.Name] != nil && *r.keys[f.Name] != reloaderKeys[f.Name] && !given("annotation-keys", "ANNOTATION_KEYS"):
+			if o.AnnotationKeys == nil {
+				o.AnnotationKeys = optin.Keys{}
+			}
+			o.AnnotationKeys[reloaderKeys[f.Name]] = *r.keys[f.Name]
 		}
 	})
 	if !used {
@@ -222,6 +232,9 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 		}
 		o.ConfigSelector = sel
 	}
+	if r.webhookURL != "" {
+		o.webhookInstead(r.webhookURL, given)
+	}
 	if r.enablePprof && !given("pprof-addr", "PPROF_ADDR") {
 		o.PprofAddr = ":6060"
 	}
@@ -261,4 +274,25 @@ func appendNew(list []string, item string) []string {
 		return list
 	}
 	return append(list, item)
+}
+
+// webhookInstead maps Reloader's --webhook-url, which posts each reload to
+// a URL instead of making it: watcher decides as usual without writing
+// (--dry-run) and sends each restart it would make as an alert to that
+// URL (--alert-on-reload, sink webhook: the alert's JSON). A setting of
+// watcher's own, given, wins.
+func (o *Options) webhookInstead(url string, given func(flag, env string) bool) {
+	if !given("dry-run", "DRY_RUN") {
+		o.DryRun = true
+	}
+	if !given("alert-on-reload", "ALERT_ON_RELOAD") {
+		o.Alert.OnReload = true
+	}
+	if !given("alert-sink", "ALERT_SINK") {
+		o.Alert.Sink = alert.Webhook
+	}
+	if !given("alert-webhook-url", "ALERT_WEBHOOK_URL") && !given("alert-webhook-url-secret", "ALERT_WEBHOOK_URL_SECRET") {
+		o.Alert.WebhookURL = url
+	}
+	o.Notes = append(o.Notes, "Reloader's --webhook-url accepted: watcher restarts nothing and posts each restart it would make to the URL as a JSON alert (--dry-run, --alert-on-reload, --alert-sink webhook)")
 }

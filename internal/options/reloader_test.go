@@ -3,15 +3,18 @@ package options_test
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
 // TestReloaderFlags: Reloader's arguments start watcher with Reloader's
-// meaning mapped onto watcher's settings; those watcher cannot honour yet
-// stop it with a message naming the flag.
+// meaning mapped onto watcher's settings; a value watcher cannot read
+// stops it with a message naming the flag.
 func TestReloaderFlags(t *testing.T) {
 	env := func(kv ...string) func(string) (string, bool) {
 		return func(k string) (string, bool) {
@@ -61,10 +64,25 @@ func TestReloaderFlags(t *testing.T) {
 			})},
 		{name: "Reloader's own keys are accepted", args: []string{"--configmap-annotation", "configmap.reloader.stakater.com/reload"}, env: env(),
 			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
-		{name: "another key is refused", args: []string{"--configmap-annotation", "example.com/reload"}, env: env(), err: "--configmap-annotation"},
+		{name: "another key is read in place of Reloader's", args: []string{"--configmap-annotation", "example.com/reload", "--auto-annotation=example.com/auto"}, env: env(),
+			check: want("keys", "configmap.reloader.stakater.com/reload=example.com/reload,reloader.stakater.com/auto=example.com/auto", func(o *options.Options) string {
+				return keysText(o.AnnotationKeys)
+			})},
+		{name: "watcher's --annotation-keys wins", args: []string{"--auto-annotation=example.com/auto"}, env: env("ANNOTATION_KEYS", "reloader.stakater.com/auto=team.example/auto"),
+			check: want("keys", "reloader.stakater.com/auto=team.example/auto", func(o *options.Options) string { return keysText(o.AnnotationKeys) })},
+		{name: "a key that is no annotation key", args: []string{"--secret-annotation", "not a key!"}, env: env(), err: "annotation-keys"},
+		{name: "one key for two meanings", args: []string{"--secret-annotation", "example.com/reload", "--configmap-annotation", "example.com/reload"}, env: env(), err: "read for both"},
+		{name: "a key another meaning keeps", args: []string{"--secret-annotation", "configmap.reloader.stakater.com/reload"}, env: env(), err: "read for both"},
+		{name: "webhook-url: posts instead of restarting", args: []string{"--webhook-url", "https://hooks.example/x"}, env: env(),
+			check: want("webhook", "true true webhook https://hooks.example/x", func(o *options.Options) string {
+				return fmt.Sprintf("%t %t %s %s", o.DryRun, o.Alert.OnReload, o.Alert.Sink, o.Alert.WebhookURL)
+			})},
+		{name: "webhook-url: watcher's settings win", args: []string{"--webhook-url", "https://hooks.example/x", "--dry-run=false", "--alert-sink=slack"}, env: env(),
+			check: want("webhook", "false true slack https://hooks.example/x", func(o *options.Options) string {
+				return fmt.Sprintf("%t %t %s %s", o.DryRun, o.Alert.OnReload, o.Alert.Sink, o.Alert.WebhookURL)
+			})},
 		{name: "namespace-selector refused", args: []string{"--namespace-selector=team:a"}, env: env(), err: "--namespace-selector"},
 		{name: "csi refused", args: []string{"--enable-csi-integration=true"}, env: env(), err: "--enable-csi-integration"},
-		{name: "webhook-url refused", args: []string{"--webhook-url", "https://hooks.example/x"}, env: env(), err: "--webhook-url"},
 		{name: "cronjobs ignored", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(),
 			check: want("ignored kinds", "CronJob", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
 		{name: "not a kind", args: []string{"--ignore-workload-kinds=Pod"}, env: env(), err: "no workload kind"},
@@ -105,4 +123,12 @@ func has(list []string, item string) string {
 		}
 	}
 	return "false"
+}
+
+func keysText(k optin.Keys) string {
+	var out []string
+	for _, own := range slices.Sorted(maps.Keys(k)) {
+		out = append(out, own+"="+k[own])
+	}
+	return strings.Join(out, ",")
 }

@@ -44,6 +44,9 @@ func (o *Options) validate() []error {
 	if msgs := validation.IsQualifiedName(o.Annotation); len(msgs) > 0 {
 		p.add("annotation", "ANNOTATION", "want an annotation key such as require-restart or example.com/restart: %s", msgs[0])
 	}
+	if err := o.AnnotationKeys.Validate(); err != nil {
+		p.add("annotation-keys", "ANNOTATION_KEYS", "%v", err)
+	}
 	for _, n := range []struct {
 		flag, env string
 		names     []string

@@ -2,9 +2,13 @@ package options
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/optin"
 )
 
 // The pflag.Value types below parse the forms the environment variables have
@@ -155,3 +159,34 @@ type secret struct{ s *string }
 func (s secret) String() string     { return "" }
 func (s secret) Type() string       { return "string" }
 func (s secret) Set(v string) error { *s.s = v; return nil }
+
+// keyMap is a comma-separated list of key=value pairs (annotation keys
+// renamed: watcher's=the installation's, see optin.Keys); empty: none.
+type keyMap struct{ m *optin.Keys }
+
+func (k keyMap) String() string {
+	var out []string
+	for _, own := range slices.Sorted(maps.Keys(*k.m)) {
+		out = append(out, own+"="+(*k.m)[own])
+	}
+	return strings.Join(out, ",")
+}
+func (k keyMap) Type() string { return "key=key,..." }
+func (k keyMap) Set(v string) error {
+	m := optin.Keys{}
+	for _, pair := range strings.Split(v, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		own, theirs, ok := strings.Cut(pair, "=")
+		if !ok || strings.TrimSpace(own) == "" || strings.TrimSpace(theirs) == "" {
+			return fmt.Errorf("want watcher's key=the key read in its place, comma-separated, such as %s=example.com/auto", optin.ReloaderAuto)
+		}
+		m[strings.TrimSpace(own)] = strings.TrimSpace(theirs)
+	}
+	if len(m) == 0 {
+		m = nil
+	}
+	*k.m = m
+	return nil
+}

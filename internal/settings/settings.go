@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -56,6 +57,8 @@ type Settings struct {
 	// HashKeySecret names the Secret of watcher's namespace holding the
 	// installation's hash key (its name only).
 	HashKeySecret string `json:"hashKeySecret"`
+	// AnnotationKeys renames the opting-in annotations (optin.Keys).
+	AnnotationKeys optin.Keys `json:"annotationKeys,omitempty"`
 }
 
 // Resolver returns the Resolver of the installation: every source watcher

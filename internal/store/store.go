@@ -30,6 +30,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/slim"
@@ -87,6 +88,9 @@ type Options struct {
 	// the workload is stored, so that the index functions always give the
 	// same answer for a stored object; Reindex calls it again.
 	Annotate func(*metav1.PartialObjectMetadata)
+	// Keys renames the installation's annotation keys to watcher's on the
+	// way in (optin.Keys); nil: none.
+	Keys optin.Keys
 }
 
 // Store is the set of informers.
@@ -112,13 +116,13 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	workloads := annotated(slim.Workload(o.Log, o.WorkloadAnnotations...), o.Annotate)
+	workloads := annotated(renamed(o.Keys, slim.Workload(o.Log, o.WorkloadAnnotations...)), o.Annotate)
 	s := &Store{
 		byKind:   map[string]map[string]toolscache.SharedIndexInformer{},
 		optional: map[string]context.CancelFunc{},
 		opts:     o, namespaces: namespaces, workloads: workloads,
 	}
-	configs := o.Hasher.Transform(o.ConfigAnnotations...)
+	configs := renamed(o.Keys, o.Hasher.Transform(o.ConfigAnnotations...))
 	for _, ns := range namespaces {
 		for _, k := range workload.Kinds {
 			if k.NewInformer == nil || slices.Contains(o.IgnoredKinds, k.Name()) {

@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/test/fixture"
@@ -58,6 +61,70 @@ func TestReloaderArguments(t *testing.T) {
 			HaveField("IgnoreConfigMapNamespaces", ContainElement("kube-system")),
 			HaveField("ConfigSelector", "reloader=enabled"),
 		))
+	})
+
+	t.Run("annotation keys", func(t *testing.T) {
+		// Reloader's --auto-annotation and --configmap-annotation: the
+		// keys they name are read with Reloader's meaning, on the workload
+		// and on its pod template, and Reloader's own keys no longer.
+		g := NewWithT(t)
+		ns := namespace(t)
+		cm := fixture.ConfigMap(ns, "cfg", map[string]string{"k": "0"})
+		create(t, cm)
+		own := fixture.Deployment(ns, "own", fixture.EnvFrom("cfg", ""))
+		own.Annotations = map[string]string{"example.com/auto": "true"}
+		listed := fixture.Deployment(ns, "listed", fixture.EnvFrom("cfg", ""))
+		listed.Spec.Template.Annotations = map[string]string{"example.com/cm-reload": "cfg"}
+		former := fixture.Deployment(ns, "former", fixture.EnvFrom("cfg", ""))
+		former.Annotations = map[string]string{optin.ReloaderAuto: "true"}
+		create(t, own, listed, former)
+		startWatcher(t, "watcher", ns, "--auto-annotation=example.com/auto", "--configmap-annotation", "example.com/cm-reload")
+		g.Eventually(func(g Gomega) optin.Keys { return published(g, ns).AnnotationKeys }, wait).Should(Equal(optin.Keys{
+			optin.ReloaderAuto: "example.com/auto", optin.ConfigMapReload: "example.com/cm-reload"}))
+		waitAdopted(t, own)
+		waitAdopted(t, listed)
+		ownRS, listedRS, formerRS := replicaSets(t, own), replicaSets(t, listed), replicaSets(t, former)
+		setData(t, cm, "k", "1")
+		g.Eventually(func() int { return replicaSets(t, own) }, wait).Should(Equal(ownRS+1), "opted in by the renamed auto key")
+		g.Eventually(func() int { return replicaSets(t, listed) }, wait).Should(Equal(listedRS+1), "named by the renamed reload key on its template")
+		g.Consistently(func() int { return replicaSets(t, former) }, quietE2E).Should(Equal(formerRS), "Reloader's own key is no longer read")
+	})
+
+	t.Run("webhook-url", func(t *testing.T) {
+		// Reloader's --webhook-url posts each reload to the URL instead of
+		// making it: watcher posts the restart it would make and writes
+		// nothing to the workload.
+		g := NewWithT(t)
+		ns := namespace(t)
+		box := &inbox{}
+		srv := httptest.NewServer(box)
+		t.Cleanup(srv.Close)
+		cm := fixture.ConfigMap(ns, "cfg", map[string]string{"k": "0"})
+		create(t, cm)
+		web := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
+		web.Annotations = map[string]string{optin.ReloaderAuto: "true"}
+		create(t, web)
+		// Adopted by a watcher that writes, as a dry run records nothing.
+		first := startWatcher(t, "watcher", ns)
+		waitAdopted(t, web)
+		first.Stop()
+		startWatcher(t, "watcher", ns, "--webhook-url", srv.URL+"/hook").WaitReady(t)
+		g.Eventually(func(g Gomega) bool { return published(g, ns).Discovery == "annotated" }, wait).Should(BeTrue())
+		waitRunning(t, web)
+		rs := replicaSets(t, web)
+		setData(t, cm, "k", "1")
+		g.Eventually(func() []string { return box.events() }, wait, 50*time.Millisecond).Should(ConsistOf("restart"))
+		var a struct {
+			DryRun   bool
+			Workload struct{ Kind, Namespace, Name string }
+			Sources  []struct{ Kind, Name string }
+		}
+		g.Expect(json.Unmarshal([]byte(box.bodies()[0]), &a)).To(Succeed())
+		g.Expect(a.DryRun).To(BeTrue(), "the alert says nothing was written")
+		g.Expect(a.Workload.Name).To(Equal("web"))
+		g.Expect(a.Sources).To(ContainElement(HaveField("Name", "cfg")))
+		g.Expect(events(t, ns, "Deployment", cause.ReasonWouldRestart)).NotTo(BeEmpty(), "the WouldRestart Event")
+		g.Consistently(func() int { return replicaSets(t, web) }, quietE2E).Should(Equal(rs), "nothing restarted")
 	})
 
 	t.Run("refused", func(t *testing.T) {

@@ -95,6 +95,12 @@ include "watcher.env" (list "NAME" value) */}}
 {{- $value := index . 1 }}
 {{- if kindIs "slice" $value }}
 {{- $value = join "," $value }}
+{{- else if kindIs "map" $value }}
+{{- $pairs := list }}
+{{- range $k, $v := $value }}
+{{- $pairs = append $pairs (printf "%s=%s" $k $v) }}
+{{- end }}
+{{- $value = join "," $pairs }}
 {{- end }}
 {{- if not (or (kindIs "invalid" $value) (eq (toString $value) "")) }}
 - name: {{ $name }}
@@ -169,6 +175,7 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "WORKLOAD_SELECTOR" .Values.discovery.workloadSelector) }}
 {{- include "watcher.env" (list "CONFIG_SELECTOR" .Values.discovery.configSelector) }}
 {{- include "watcher.env" (list "ANNOTATION" .Values.discovery.annotation) }}
+{{- include "watcher.env" (list "ANNOTATION_KEYS" .Values.discovery.annotationKeys) }}
 {{- include "watcher.env" (list "RESTART_STRATEGY" .Values.restart.strategy) }}
 {{- include "watcher.env" (list "RELOAD_ON_CREATE" .Values.restart.reloadOnCreate) }}
 {{- include "watcher.env" (list "RELOAD_ON_DELETE" .Values.restart.reloadOnDelete) }}
