@@ -87,6 +87,11 @@ const (
 	ConfigMapExclude = "configmaps.exclude.reloader.stakater.com/reload"
 	SecretExclude    = "secrets.exclude.reloader.stakater.com/reload"
 	PausePeriod      = "deployment.reloader.stakater.com/pause-period"
+	// RolloutStrategy, on an Argo Rollout, is Reloader's choice of how it
+	// is restarted: "restart" sets spec.restartAt (watcher's evict
+	// strategy for a Rollout), "rollout" (the default) changes its pod
+	// template; see restart.For.
+	RolloutStrategy = "reloader.stakater.com/rollout-strategy"
 )
 
 // fromTemplate prefixes, in what Effective returns, the opting-in
@@ -114,7 +119,7 @@ var kinds = []refs.Kind{refs.ConfigMap, refs.Secret}
 // those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
 // the cache must keep them.
 var (
-	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod}, templateKeys...)
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, RolloutStrategy}, templateKeys...)
 	ConfigKeys   = []string{Ignore, Match}
 )
 

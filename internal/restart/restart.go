@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -91,7 +92,9 @@ func Names() []string {
 // For returns the strategy of obj, a workload:
 //
 //	StrategyAnnotation on obj            strategy
-//	absent                               def
+//	absent                               def; on an Argo Rollout with
+//	                                     Reloader's optin.RolloutStrategy
+//	                                     "restart", Evict (spec.restartAt)
 //	the name of a strategy (any case)    that strategy
 //	anything else                        def, and an error to report
 //
@@ -103,6 +106,9 @@ func For(obj client.Object, def Strategy) (Strategy, error) {
 	}
 	v, ok := obj.GetAnnotations()[StrategyAnnotation]
 	if !ok {
+		if strings.TrimSpace(obj.GetAnnotations()[optin.RolloutStrategy]) == "restart" && isRollout(obj) {
+			return Evict{}, nil // Reloader's restart of a Rollout: spec.restartAt
+		}
 		return def, nil
 	}
 	if s, ok := ByName(strings.ToLower(strings.TrimSpace(v))); ok {
@@ -146,4 +152,10 @@ func (Annotation) Template(w Workload) (types.PatchType, map[string]any) {
 	return types.MergePatchType, map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{plan.RestartAnnotation: w.ID},
 	}}
+}
+
+// isRollout tells whether obj is an Argo Rollout.
+func isRollout(obj client.Object) bool {
+	k, ok := workload.Of(obj)
+	return ok && k.Name() == workload.Rollout.Name() && k.GVK.Group == workload.Rollout.GVK.Group
 }

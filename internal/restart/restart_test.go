@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -191,6 +192,26 @@ func TestFor(t *testing.T) {
 	// The default is the caller's.
 	if got, err := restart.For(stored(map[string]string{restart.StrategyAnnotation: "bad"}), restart.Env{}); got.Name() != "env" || err == nil {
 		t.Errorf("with default env: got %s, %v", got.Name(), err)
+	}
+	// Reloader's rollout-strategy: restart, on an Argo Rollout only, is
+	// spec.restartAt (evict); watcher's own annotation wins.
+	rollout := func(ann map[string]string) *metav1.PartialObjectMetadata {
+		o := stored(ann).(*metav1.PartialObjectMetadata)
+		o.APIVersion, o.Kind = workload.Rollout.APIVersion(), workload.Rollout.Name()
+		return o
+	}
+	for _, tt := range []struct {
+		obj  *metav1.PartialObjectMetadata
+		want string
+	}{
+		{rollout(map[string]string{optin.RolloutStrategy: "restart"}), "evict"},
+		{rollout(map[string]string{optin.RolloutStrategy: "rollout"}), "annotation"},
+		{rollout(map[string]string{optin.RolloutStrategy: "restart", restart.StrategyAnnotation: "env"}), "env"},
+		{stored(map[string]string{optin.RolloutStrategy: "restart"}).(*metav1.PartialObjectMetadata), "annotation"},
+	} {
+		if got, err := restart.For(tt.obj, restart.Default); err != nil || got.Name() != tt.want {
+			t.Errorf("%s %v: got %s, %v; want %s", tt.obj.Kind, tt.obj.Annotations, got.Name(), err, tt.want)
+		}
 	}
 }
 

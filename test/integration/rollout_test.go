@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -128,7 +129,14 @@ func TestRollout(t *testing.T) {
 		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
 	})
 	create(t, byRef)
+	// Reloader's rollout-strategy "restart": spec.restartAt, not the
+	// template.
+	byRestart := rollout(t, ns, "by-restart", withTemplate(t, "by-restart", "cfg"))
+	byRestart.SetAnnotations(map[string]string{optin.RolloutStrategy: "restart"})
+	create(t, byRestart)
 	waitAdopted(t, rollout(t, ns, "canary", map[string]any{}))
+	waitAdopted(t, rollout(t, ns, "by-restart", map[string]any{}))
+	restartTemplate, _, _ := unstructured.NestedMap(fetch(t, byRestart).Object, "spec", "template")
 	t.Logf("Rollout adopted %s after the CRD was created", time.Since(installed).Round(time.Millisecond))
 	waitLog(t, w, `"msg"="Kind served; watching it"`, `"kind"="Rollout"`)
 
@@ -136,6 +144,12 @@ func TestRollout(t *testing.T) {
 	waitRollouts(t, canary, 1)
 	waitRollouts(t, web, 1)
 	stayRollouts(t, canary, 1)
+	g.Eventually(func() string {
+		v, _, _ := unstructured.NestedString(fetch(t, byRestart).Object, "spec", "restartAt")
+		return v
+	}, wait).ShouldNot(BeEmpty(), "Reloader's rollout-strategy restart sets spec.restartAt")
+	after, _, _ := unstructured.NestedMap(fetch(t, byRestart).Object, "spec", "template")
+	g.Expect(after).To(Equal(restartTemplate), "and leaves the template alone")
 	g.Expect(fetch(t, byRef).GetAnnotations()).NotTo(HaveKey(plan.RecordAnnotation), "a workloadRef Rollout has no references of its own")
 
 	if err := k8s.Delete(ctx, crd); err != nil {
