@@ -62,6 +62,9 @@ type Reconciler struct {
 	cronJobs *trigger.Trigger
 	// evicted remembers the progress of restarts by eviction (evict.go).
 	evicted evictions
+	// adoptions are the workloads of newly selected namespaces
+	// (namespaces.go).
+	adoptions *adoptions
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -90,11 +93,17 @@ const conflictRetries = 5
 // API server and decide again.
 //
 // It returns the plan applied, for the caller's reports.
-func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (plan.Plan, error) {
+func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_ plan.Plan, err error) {
 	kind, ok := workload.ByName(key.Kind)
-	if !ok {
+	if !ok || !r.Store.Selected(key.Namespace) {
 		return plan.Plan{}, nil
 	}
+	adopt := r.adoptions.take(key)
+	defer func() {
+		if adopt && err != nil { // retried: still to adopt
+			r.adoptions.add(key)
+		}
+	}()
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err == nil {
 		r.guards.Observe(ctx, key, cached)
@@ -110,7 +119,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	var obj client.Object = cached.DeepCopy()
 	var out plan.Plan
 	for attempt := 0; ; attempt++ {
-		out, err = r.reconcile(ctx, key, obj)
+		out, err = r.reconcile(ctx, key, obj, adopt)
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
 			break
 		}
@@ -130,7 +139,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	return out, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) (plan.Plan, error) {
+// reconcile decides and applies for obj; adopt: its namespace was just
+// selected, and nothing restarts (namespaces.go).
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object, adopt bool) (plan.Plan, error) {
 	if err := r.Config.Key.Current(); err != nil {
 		return plan.Plan{}, err
 	}
@@ -139,6 +150,10 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		return plan.Plan{}, err
 	}
 	p := plan.Decide(in)
+	if adopt && p.Action == plan.Restart {
+		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart", "changes", len(p.Changes))
+		p = adopted(p)
+	}
 	if p.Action == plan.Restart {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
 			return plan.Plan{}, err

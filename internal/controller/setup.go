@@ -166,6 +166,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
+	r.adoptions = newAdoptions()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -202,6 +203,10 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		for _, inf := range st.Informers(string(rk)) {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
+	}
+	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
+		h := namespaceHandler{store: st, adoptions: r.adoptions, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		b = b.WatchesRawSource(syncing(inf, h.funcs()))
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
