@@ -29,7 +29,13 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 			r.kinds.metadata(req)
 		}
 	}()
-	if !r.Store.Selected(req.Namespace) {
+	switch in, wait := r.inScope(req.Namespace); {
+	case wait:
+		if meta { // looked at again later: still of metadata only
+			r.kinds.metadata(req)
+		}
+		return reconcile.Result{RequeueAfter: namespaceWait}, nil
+	case !in:
 		// No lock taken, no user decided (namespaces.go). A lock kept
 		// while the namespace was selected is released as done (take,
 		// with an id no version has).

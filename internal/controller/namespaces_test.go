@@ -30,21 +30,36 @@ func TestAdopted(t *testing.T) {
 	}
 }
 
-// TestAdoptions: an adoption is taken once; a namespace dropped forgets
-// its own only; a nil set holds nothing.
-func TestAdoptions(t *testing.T) {
-	a := newAdoptions()
+// TestSelection: a namespace is told of once selected, with its
+// workloads to adopt, each taken once; dropped, it is no longer told of,
+// and its adoptions are forgotten, also one that failed meanwhile; a nil
+// selection (no selector) is told of every namespace and adopts nothing.
+func TestSelection(t *testing.T) {
+	s := newSelection()
 	x, y := object.Ref{Kind: "Deployment", Namespace: "x", Name: "web"}, object.Ref{Kind: "Deployment", Namespace: "y", Name: "web"}
-	a.add(x)
-	a.add(y)
-	a.drop("y")
-	if !a.take(x) || a.take(x) || a.take(y) {
-		t.Error("want x taken once, y dropped")
+	if s.isTold("x") {
+		t.Error("told of x before it was selected")
 	}
-	var none *adoptions
-	none.add(x)
-	none.drop("x")
-	if none.take(x) {
-		t.Error("a nil set took an adoption")
+	s.selected("x", []object.Ref{x})
+	s.selected("y", []object.Ref{y})
+	s.selected("z", nil) // initial list
+	if !s.isTold("x") || !s.isTold("z") {
+		t.Error("not told of x and z")
+	}
+	if !s.take(x) || s.take(x) {
+		t.Error("want x taken once")
+	}
+	s.readopt(x)
+	if !s.take(x) {
+		t.Error("a failed adoption is not retried")
+	}
+	s.dropped("y")
+	s.readopt(y)
+	if s.isTold("y") || s.take(y) {
+		t.Error("y dropped, but still told of or adopted")
+	}
+	var none *selection
+	if !none.isTold("x") || none.take(x) {
+		t.Error("a nil selection is not told of every namespace, or adopts")
 	}
 }

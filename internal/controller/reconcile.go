@@ -62,9 +62,9 @@ type Reconciler struct {
 	cronJobs *trigger.Trigger
 	// evicted remembers the progress of restarts by eviction (evict.go).
 	evicted evictions
-	// adoptions are the workloads of newly selected namespaces
-	// (namespaces.go).
-	adoptions *adoptions
+	// selection follows the namespaces selected, with a namespace
+	// selector; nil without (namespaces.go).
+	selection *selection
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -73,6 +73,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	case Change:
 		return r.processChange(ctx, req)
 	case Workload:
+		if _, wait := r.inScope(req.Namespace); wait {
+			return reconcile.Result{RequeueAfter: namespaceWait}, nil
+		}
 		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -95,13 +98,13 @@ const conflictRetries = 5
 // It returns the plan applied, for the caller's reports.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_ plan.Plan, err error) {
 	kind, ok := workload.ByName(key.Kind)
-	if !ok || !r.Store.Selected(key.Namespace) {
+	if in, _ := r.inScope(key.Namespace); !ok || !in {
 		return plan.Plan{}, nil
 	}
-	adopt := r.adoptions.take(key)
+	adopt := r.selection.take(key)
 	defer func() {
 		if adopt && err != nil { // retried: still to adopt
-			r.adoptions.add(key)
+			r.selection.readopt(key)
 		}
 	}()
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)

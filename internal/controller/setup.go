@@ -166,7 +166,6 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
-	r.adoptions = newAdoptions()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -205,7 +204,8 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		}
 	}
 	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
-		h := namespaceHandler{store: st, adoptions: r.adoptions, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		r.selection = newSelection()
+		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
 		b = b.WatchesRawSource(syncing(inf, h.funcs()))
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
