@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/watcher-dev/watcher/internal/cli"
+	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -21,6 +25,7 @@ import (
 // it. Removing the label drops the namespace: a change restarts nothing.
 // Labelled again, the Deployment, whose record is stale from that change,
 // has its record refreshed and is not restarted by the labelling itself.
+// watcher explain says whether the namespace is selected.
 func TestNamespaceSelector(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -89,4 +94,18 @@ func TestNamespaceSelector(t *testing.T) {
 	setConfigMap(t, cmOff, "a", "5")
 	waitRollouts(t, trOff, 2)
 	stayRollouts(t, trOn, 1)
+
+	// watcher explain reads the namespace's labels for the selector.
+	kubeconfig := writeKubeconfig(t)
+	explained := func(selector string) explain.WorkloadReport {
+		var out, errOut bytes.Buffer
+		code := cli.Main(ctx, []string{"watcher", "explain", "deployment/web", "-n", off, "--kubeconfig", kubeconfig,
+			"--watcher-namespace", off, "--namespace-selector", selector, "-o", "json"}, &out, &errOut)
+		g.Expect(code).To(Equal(0), errOut.String())
+		var rep explain.WorkloadReport
+		g.Expect(json.Unmarshal(out.Bytes(), &rep)).To(Succeed())
+		return rep
+	}
+	g.Expect(explained("team:on").Excluded).To(BeEmpty())
+	g.Expect(explained("team=other").Excluded).To(ContainSubstring("--namespace-selector"))
 }
