@@ -193,6 +193,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		WorkloadSelector:          o.WorkloadSelector,
 		IgnoredKinds:              o.IgnoreWorkloadKinds,
 		ConfigSelector:            o.ConfigSelector,
+		NamespaceSelector:         o.NamespaceSelector,
 		IgnoreConfigMapNamespaces: o.IgnoreConfigMapNamespaces,
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 		Hasher:                    h,

@@ -143,6 +143,7 @@ var installationFlags = []struct {
 	}},
 	{"workload-selector", func(to *settings.Settings, from settings.Settings) { to.WorkloadSelector = from.WorkloadSelector }},
 	{"config-selector", func(to *settings.Settings, from settings.Settings) { to.ConfigSelector = from.ConfigSelector }},
+	{"namespace-selector", func(to *settings.Settings, from settings.Settings) { to.NamespaceSelector = from.NamespaceSelector }},
 	{"ignore-workload-kinds", func(to *settings.Settings, from settings.Settings) { to.IgnoreWorkloadKinds = from.IgnoreWorkloadKinds }},
 	{"reload-on-create", func(to *settings.Settings, from settings.Settings) { to.RestartOnCreate = from.RestartOnCreate }},
 	{"reload-on-delete", func(to *settings.Settings, from settings.Settings) { to.ReloadOnDelete = from.ReloadOnDelete }},
@@ -285,6 +286,10 @@ func (c *command) settings(policies *policy.Index) (explain.Settings, error) {
 	}
 	var err error
 	s.WorkloadSelector, s.ConfigSelector, err = o.Selectors()
+	if err != nil {
+		return s, err
+	}
+	s.NamespaceSelector, err = o.NamespaceLabels()
 	return s, err
 }
 
@@ -311,6 +316,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*metav1.PartialObjectMetadata{}}
+	s.NamespaceLabels = (&namespaceLabels{ctx: ctx, c: r.c, warn: c.stderr, prog: c.prog, read: map[string]map[string]string{}}).get
 	if c.name == cmdGraph {
 		g, err := r.graph(ctx, s, c.allNamespaces)
 		if err != nil {

@@ -396,3 +396,33 @@ func (r *reader) rename(keys optin.Keys) {
 		},
 	})
 }
+
+// namespaceLabels reads the labels of namespaces, once each, for
+// --namespace-selector. A namespace the user may not read is said once on
+// warn, and taken as selected (explain.Settings.NamespaceLabels).
+type namespaceLabels struct {
+	ctx  context.Context
+	c    client.Client
+	warn io.Writer
+	prog string
+	read map[string]map[string]string
+}
+
+func (n *namespaceLabels) get(namespace string) (map[string]string, bool) {
+	if l, ok := n.read[namespace]; ok {
+		return l, l != nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := n.c.Get(n.ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		fmt.Fprintf(n.warn, "%s: whether namespace %s matches --namespace-selector is not known: %v\n", n.prog, namespace, err)
+		n.read[namespace] = nil
+		return nil, false
+	}
+	l := ns.Labels
+	if l == nil {
+		l = map[string]string{}
+	}
+	n.read[namespace] = l
+	return l, true
+}

@@ -29,6 +29,21 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 			r.kinds.metadata(req)
 		}
 	}()
+	switch in, wait := r.inScope(req.Namespace); {
+	case wait:
+		if meta { // looked at again later: still of metadata only
+			r.kinds.metadata(req)
+		}
+		return reconcile.Result{RequeueAfter: namespaceWait}, nil
+	case !in:
+		// No lock taken, no user decided (namespaces.go). A lock kept
+		// while the namespace was selected is released as done (take,
+		// with an id no version has).
+		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
+		_, _, _ = r.pending.take(req, "")
+		log.V(1).Info("Changed in a namespace not selected; nothing to do")
+		return reconcile.Result{}, nil
+	}
 	obj, err := r.Store.Get(req.Kind, req.Namespace, req.Name)
 	if err != nil {
 		return reconcile.Result{}, err

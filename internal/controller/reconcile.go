@@ -62,6 +62,9 @@ type Reconciler struct {
 	cronJobs *trigger.Trigger
 	// evicted remembers the progress of restarts by eviction (evict.go).
 	evicted evictions
+	// selection follows the namespaces selected, with a namespace
+	// selector; nil without (namespaces.go).
+	selection *selection
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -70,6 +73,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	case Change:
 		return r.processChange(ctx, req)
 	case Workload:
+		if _, wait := r.inScope(req.Namespace); wait {
+			return reconcile.Result{RequeueAfter: namespaceWait}, nil
+		}
 		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -90,11 +96,17 @@ const conflictRetries = 5
 // API server and decide again.
 //
 // It returns the plan applied, for the caller's reports.
-func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (plan.Plan, error) {
+func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_ plan.Plan, err error) {
 	kind, ok := workload.ByName(key.Kind)
-	if !ok {
+	if in, _ := r.inScope(key.Namespace); !ok || !in {
 		return plan.Plan{}, nil
 	}
+	adopt := r.selection.take(key)
+	defer func() {
+		if adopt && err != nil { // retried: still to adopt
+			r.selection.readopt(key)
+		}
+	}()
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err == nil {
 		r.guards.Observe(ctx, key, cached)
@@ -110,7 +122,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	var obj client.Object = cached.DeepCopy()
 	var out plan.Plan
 	for attempt := 0; ; attempt++ {
-		out, err = r.reconcile(ctx, key, obj)
+		out, err = r.reconcile(ctx, key, obj, adopt)
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
 			break
 		}
@@ -130,7 +142,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (p
 	return out, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object) (plan.Plan, error) {
+// reconcile decides and applies for obj; adopt: its namespace was just
+// selected, and nothing restarts (namespaces.go).
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object, adopt bool) (plan.Plan, error) {
 	if err := r.Config.Key.Current(); err != nil {
 		return plan.Plan{}, err
 	}
@@ -139,6 +153,10 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		return plan.Plan{}, err
 	}
 	p := plan.Decide(in)
+	if adopt && p.Action == plan.Restart {
+		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart", "changes", len(p.Changes))
+		p = adopted(p)
+	}
 	if p.Action == plan.Restart {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
 			return plan.Plan{}, err

@@ -203,6 +203,11 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			b = b.WatchesRawSource(syncing(inf, h.funcs()))
 		}
 	}
+	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
+		r.selection = newSelection()
+		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
+		b = b.WatchesRawSource(syncing(inf, h.funcs()))
+	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {

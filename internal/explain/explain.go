@@ -63,6 +63,11 @@ type Settings struct {
 	// WorkloadSelector and ConfigSelector select the workloads and the
 	// ConfigMaps/Secrets watched; nil: all.
 	WorkloadSelector, ConfigSelector labels.Selector
+	// NamespaceSelector selects the namespaces watched (nil: all), by the
+	// labels NamespaceLabels gives; ok false: they cannot be read, and
+	// nothing is said of the namespace.
+	NamespaceSelector labels.Selector
+	NamespaceLabels   func(namespace string) (_ map[string]string, ok bool)
 	// HashKeyID is the ID of the installation's hash key (hash.Hasher.ID)
 	// that the key of the namespace explained derives from
 	// (hash.NamespaceKey.ID); empty when that key is unknown, and then no
@@ -176,6 +181,9 @@ func (s Settings) watched(obj client.Object) string {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, obj.GetNamespace()) {
 		return "its namespace is not watched (--namespaces)"
 	}
+	if !s.namespaceSelected(obj.GetNamespace()) {
+		return notSelected
+	}
 	if s.WorkloadSelector != nil && !s.WorkloadSelector.Matches(labels.Set(obj.GetLabels())) {
 		return "its labels do not match --workload-selector"
 	}
@@ -191,10 +199,27 @@ func (s Settings) configWatched(c Config) string {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, c.Namespace) {
 		return "its namespace is not watched (--namespaces)"
 	}
+	if !s.namespaceSelected(c.Namespace) {
+		return notSelected
+	}
 	if s.ConfigSelector != nil && c.Found && !s.ConfigSelector.Matches(labels.Set(c.Labels)) {
 		return "its labels do not match --config-selector"
 	}
 	return ""
+}
+
+// notSelected says why the objects of a namespace that
+// --namespace-selector does not match are not handled.
+const notSelected = "its namespace's labels do not match --namespace-selector"
+
+// namespaceSelected tells whether namespace is selected, true when that
+// cannot be told.
+func (s Settings) namespaceSelected(namespace string) bool {
+	if s.NamespaceSelector == nil || s.NamespaceLabels == nil {
+		return true
+	}
+	l, ok := s.NamespaceLabels(namespace)
+	return !ok || s.NamespaceSelector.Matches(labels.Set(l))
 }
 
 // paths returns the places where obj refers to each object, by

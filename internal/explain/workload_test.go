@@ -80,6 +80,22 @@ func TestExplainWorkload(t *testing.T) {
 			return s.web
 		}, want{"none", "current", false, false, "not watched: its namespace is not watched",
 			map[string]string{"ConfigMap/app-config": "count  not-watched", "Secret/db": "count  not-watched"}}},
+		{"namespace not selected by the namespace selector", func(s *scenario, set *explain.Settings) client.Object {
+			set.NamespaceSelector = labels.SelectorFromSet(labels.Set{"team": "on"})
+			set.NamespaceLabels = func(string) (map[string]string, bool) { return map[string]string{"team": "off"}, true }
+			return s.web
+		}, want{"none", "current", false, false, "not watched: its namespace's labels do not match --namespace-selector",
+			map[string]string{"ConfigMap/app-config": "count  not-watched", "Secret/db": "count  not-watched"}}},
+		{"namespace selected by the namespace selector", func(s *scenario, set *explain.Settings) client.Object {
+			set.NamespaceSelector = labels.SelectorFromSet(labels.Set{"team": "on"})
+			set.NamespaceLabels = func(string) (map[string]string, bool) { return map[string]string{"team": "on"}, true }
+			return s.web
+		}, want{"restart", "current", true, true, "restart pending", web}},
+		{"namespace labels unreadable: taken as selected", func(s *scenario, set *explain.Settings) client.Object {
+			set.NamespaceSelector = labels.SelectorFromSet(labels.Set{"team": "on"})
+			set.NamespaceLabels = func(string) (map[string]string, bool) { return nil, false }
+			return s.web
+		}, want{"restart", "current", true, true, "restart pending", web}},
 		{"Secrets of its namespace ignored: the Secret dropped", func(s *scenario, set *explain.Settings) client.Object {
 			set.Resolver = resolve.Standard(resolve.Settings{IgnoreSecretNamespaces: []string{ns}})
 			return s.web

@@ -65,6 +65,14 @@ var (
 		Help: "1 while this replica processes changes (the leader, in the lease mode), else 0.",
 	})
 
+	// NamespaceSelections counts the namespaces that came to match
+	// --namespace-selector while watcher ran (change "selected") and those
+	// that no longer match (change "dropped").
+	NamespaceSelections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "watcher_namespace_selection_changes_total",
+		Help: "Namespaces that came to match the namespace selector (selected) or stopped matching it (dropped) while watcher ran.",
+	}, []string{"change"})
+
 	// Watched is the number of objects in watcher's caches, by kind.
 	Watched = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "watcher_watched_objects",
@@ -73,7 +81,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, LockAcquisitions, LockBackendUp, Leader, Watched)
+	ctrlmetrics.Registry.MustRegister(ConfigChanges, Restarts, Adoptions, Skipped, Errors, LockAcquisitions, LockBackendUp, Leader, Watched, NamespaceSelections)
 }
 
 // The metrics of SealedSecrets and alerts, registered apart from the

@@ -45,6 +45,10 @@ type Options struct {
 	// workloads and the ConfigMaps/Secrets watched; empty selects all.
 	WorkloadSelector string
 	ConfigSelector   string
+	// NamespaceSelector is a label selector of the namespaces watched:
+	// ConfigMaps, Secrets and workloads of other namespaces are left
+	// alone; empty selects all (see package controller, namespaces.go).
+	NamespaceSelector string
 	// IgnoreWorkloadKinds are workload kinds watcher neither watches nor
 	// restarts (kind names: CronJob, DaemonSet, ...).
 	IgnoreWorkloadKinds []string
@@ -247,6 +251,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(list{&o.IgnoreWorkloadKinds}, "ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "workload kinds never watched nor restarted (comma-separated kind names: CronJob, DaemonSet, ...)")
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
+	bind(namespaceSelector{&o.NamespaceSelector}, "namespace-selector", "NAMESPACE_SELECTOR", "label selector of the namespaces to watch, followed while watcher runs (Reloader's key:value and key:* forms too); empty: all")
 	bind((*stringValue)(&o.Annotation), "annotation", "ANNOTATION", `opt-out annotation key: "false" on a workload, ConfigMap or Secret stops restarts`)
 	bind(keyMap{&o.AnnotationKeys}, "annotation-keys", "ANNOTATION_KEYS", "annotations read under other keys, as Reloader's --auto-annotation and like flags: watcher's key=the key read in its place (comma-separated); that key is then read with the meaning of watcher's, and watcher's own no longer")
 	bind(oneOf{&o.Discovery, []string{plan.DiscoveryAll, plan.DiscoveryAnnotated}}, "discovery", "DISCOVERY", `which workloads are restarted: all, or annotated (only those that opt in with watcher.dev/auto or a Reloader annotation)`)
@@ -343,6 +348,7 @@ func (o *Options) Settings() settings.Settings {
 		IgnoreSecretNamespaces:    o.IgnoreSecretNamespaces,
 		WorkloadSelector:          o.WorkloadSelector,
 		ConfigSelector:            o.ConfigSelector,
+		NamespaceSelector:         o.NamespaceSelector,
 		IgnoreWorkloadKinds:       o.IgnoreWorkloadKinds,
 		RestartOnCreate:           o.RestartOnCreate,
 		ReloadOnDelete:            o.ReloadOnDelete,

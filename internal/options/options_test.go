@@ -112,6 +112,7 @@ var settings = []struct {
 	{"IGNORE_WORKLOAD_KINDS", "ignore-workload-kinds", "CronJob,DaemonSet", func(o *options.Options) { o.IgnoreWorkloadKinds = []string{"CronJob", "DaemonSet"} }},
 	{"WORKLOAD_SELECTOR", "workload-selector", "app=web,tier!=db", func(o *options.Options) { o.WorkloadSelector = "app=web,tier!=db" }},
 	{"CONFIG_SELECTOR", "config-selector", "watch in (yes)", func(o *options.Options) { o.ConfigSelector = "watch in (yes)" }},
+	{"NAMESPACE_SELECTOR", "namespace-selector", "team:on, tier:*,env in (a,b)", func(o *options.Options) { o.NamespaceSelector = "team=on,tier,env in (a,b)" }},
 	{"ANNOTATION", "annotation", "example.com/restart", func(o *options.Options) { o.Annotation = "example.com/restart" }},
 	{"ANNOTATION_KEYS", "annotation-keys", "reloader.stakater.com/auto=example.com/auto", func(o *options.Options) {
 		o.AnnotationKeys = optin.Keys{"reloader.stakater.com/auto": "example.com/auto"}

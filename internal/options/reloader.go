@@ -18,9 +18,10 @@ import (
 // that a Reloader Deployment keeps its arguments when its image is
 // replaced by watcher's. Each is mapped onto watcher's own setting; no
 // behaviour is implemented twice. Those of them that name a setting of
-// watcher's own (--namespaces, --reload-on-create, --reload-on-delete,
-// --log-format, --log-level, --pprof-addr) are watcher's flags, which
-// accept Reloader's values too.
+// watcher's own (--namespaces, --namespace-selector, --reload-on-create,
+// --reload-on-delete, --log-format, --log-level, --pprof-addr) are
+// watcher's flags, which accept Reloader's values too (--namespace-selector
+// its key:value and key:* forms, converted as --resource-label-selector's).
 //
 //	Reloader's flag                     watcher
 //	--auto-reload-all                   --discovery all (else, with any of
@@ -52,8 +53,8 @@ import (
 //	                                    --alert-sink webhook and
 //	                                    --alert-webhook-url: each restart
 //	                                    posted, none made
-//	--namespace-selector,               refused, not yet supported:
-//	--enable-csi-integration            watcher would restart more, or
+//	--enable-csi-integration            refused, not yet supported:
+//	                                    watcher would restart more, or
 //	                                    less, than Reloader does
 //
 // A refused flag stops watcher at start with a message that says so,
@@ -104,7 +105,6 @@ var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": tru
 // reloaderRefused are Reloader's flags watcher does not support yet: with
 // them it would restart more or less than Reloader.
 var reloaderRefused = map[string]string{
-	"namespace-selector":     "watching namespaces by label is not supported yet (use --namespaces or --namespaces-to-ignore)",
 	"enable-csi-integration": "restarts for Secrets Store CSI Driver rotations are not supported yet",
 }
 

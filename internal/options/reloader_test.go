@@ -81,7 +81,9 @@ func TestReloaderFlags(t *testing.T) {
 			check: want("webhook", "false true slack https://hooks.example/x", func(o *options.Options) string {
 				return fmt.Sprintf("%t %t %s %s", o.DryRun, o.Alert.OnReload, o.Alert.Sink, o.Alert.WebhookURL)
 			})},
-		{name: "namespace-selector refused", args: []string{"--namespace-selector=team:a"}, env: env(), err: "--namespace-selector"},
+		{name: "namespace-selector, Reloader's forms", args: []string{"--namespace-selector=team:a,env:*", "--namespace-selector", "tier=web"}, env: env("RELOADER_NAMESPACE", "reloader"),
+			check: want("namespace selector", "team=a,env,tier=web", func(o *options.Options) string { return o.NamespaceSelector })},
+		{name: "namespace-selector invalid", args: []string{"--namespace-selector=team in (a"}, env: env(), err: "--namespace-selector"},
 		{name: "csi refused", args: []string{"--enable-csi-integration=true"}, env: env(), err: "--enable-csi-integration"},
 		{name: "cronjobs ignored", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(),
 			check: want("ignored kinds", "CronJob", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},

@@ -36,6 +36,7 @@ func (o *Options) validate() []error {
 	for _, s := range []struct{ flag, env, value string }{
 		{"workload-selector", "WORKLOAD_SELECTOR", o.WorkloadSelector},
 		{"config-selector", "CONFIG_SELECTOR", o.ConfigSelector},
+		{"namespace-selector", "NAMESPACE_SELECTOR", o.NamespaceSelector},
 	} {
 		if _, err := labels.Parse(s.value); err != nil {
 			p.add(s.flag, s.env, "want a label selector such as app=web,tier!=db: %v", err)

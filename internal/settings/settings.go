@@ -48,6 +48,9 @@ type Settings struct {
 	// workloads and of the ConfigMaps and Secrets watched; empty: all.
 	WorkloadSelector string `json:"workloadSelector,omitempty"`
 	ConfigSelector   string `json:"configSelector,omitempty"`
+	// NamespaceSelector is the label selector (text) of the namespaces
+	// watched; empty: all.
+	NamespaceSelector string `json:"namespaceSelector,omitempty"`
 	// IgnoreWorkloadKinds are the workload kinds neither watched nor
 	// restarted.
 	IgnoreWorkloadKinds []string `json:"ignoreWorkloadKinds,omitempty"`
@@ -93,6 +96,18 @@ func (s Settings) Selectors() (workloads, configs labels.Selector, err error) {
 		}
 	}
 	return workloads, configs, nil
+}
+
+// NamespaceLabels parses NamespaceSelector; nil when empty.
+func (s Settings) NamespaceLabels() (labels.Selector, error) {
+	if s.NamespaceSelector == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(s.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("invalid namespace selector: %w", err)
+	}
+	return sel, nil
 }
 
 // DataKey is the key of the published ConfigMap holding the Settings as

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -38,6 +39,7 @@ func TestPublishRead(t *testing.T) {
 	s := settings.Settings{
 		Annotation: "require-restart", Discovery: plan.DiscoveryAnnotated, Namespaces: []string{"a", "b"},
 		IgnoreSecretNamespaces: []string{"kube-system"}, WorkloadSelector: "team=x", ReloadOnDelete: true, HashKeySecret: "key",
+		NamespaceSelector: "team=on",
 	}
 	for range 2 {
 		if err := settings.Publish(ctx, c, "watcher", name, s); err != nil {
@@ -52,7 +54,8 @@ func TestPublishRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Annotation != s.Annotation || got.Discovery != s.Discovery || len(got.Namespaces) != 2 || !got.ReloadOnDelete ||
-		got.WorkloadSelector != "team=x" || got.HashKeySecret != "key" || got.IgnoreSecretNamespaces[0] != "kube-system" {
+		got.WorkloadSelector != "team=x" || got.HashKeySecret != "key" || got.IgnoreSecretNamespaces[0] != "kube-system" ||
+		got.NamespaceSelector != "team=on" {
 		t.Errorf("read back %+v, want %+v", got, s)
 	}
 	s.Discovery = plan.DiscoveryAll
@@ -92,6 +95,17 @@ func TestRulesAndSelectors(t *testing.T) {
 	s.ConfigSelector = "a in (b"
 	if _, _, err := s.Selectors(); err == nil {
 		t.Error("bad selector accepted")
+	}
+	if sel, err := s.NamespaceLabels(); sel != nil || err != nil {
+		t.Errorf("empty namespace selector: %v %v", sel, err)
+	}
+	s.NamespaceSelector = "team=on"
+	if sel, err := s.NamespaceLabels(); err != nil || !sel.Matches(labels.Set{"team": "on"}) || sel.Matches(labels.Set{"team": "off"}) {
+		t.Errorf("namespace selector team=on: %v %v", sel, err)
+	}
+	s.NamespaceSelector = "team in (a"
+	if _, err := s.NamespaceLabels(); err == nil {
+		t.Error("bad namespace selector accepted")
 	}
 }
 

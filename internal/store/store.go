@@ -9,7 +9,9 @@
 //
 // One informer runs per kind and per watched namespace (one for all
 // namespaces when none is given); label selectors and the ignored namespaces
-// are applied by the API server.
+// are applied by the API server. With a namespace selector, one more
+// informer holds the namespaces it matches (see Selected): the others stay
+// watched, and are left alone by the controller.
 package store
 
 import (
@@ -62,6 +64,11 @@ type Options struct {
 	// WorkloadSelector and ConfigSelector are label selectors; empty: all.
 	WorkloadSelector string
 	ConfigSelector   string
+	// NamespaceSelector, when set, is the label selector of the namespaces
+	// handled (see Selected); the informers of the other kinds still watch
+	// every namespace, so that a namespace that comes to match needs no
+	// new informer.
+	NamespaceSelector string
 	// IgnoreConfigMapNamespaces and IgnoreSecretNamespaces are left out.
 	IgnoreConfigMapNamespaces []string
 	IgnoreSecretNamespaces    []string
@@ -148,6 +155,11 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 			return nil, err
 		}
 		if err := s.add(string(refs.Secret), ns, sec, sealed.KeepOwner(configs)); err != nil {
+			return nil, err
+		}
+	}
+	if o.NamespaceSelector != "" {
+		if err := s.add(KindNamespace, metav1.NamespaceAll, namespaceInformer(cs, o.NamespaceSelector), slimNamespace); err != nil {
 			return nil, err
 		}
 	}

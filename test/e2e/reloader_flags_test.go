@@ -54,12 +54,13 @@ func TestReloaderArguments(t *testing.T) {
 		ns := namespace(t)
 		startWatcher(t, "watcher", ns, "--auto-reload-all=true", "--reload-strategy=annotations", "--namespaces-to-ignore=kube-system",
 			"--resources-to-ignore=secrets", "--log-format=json", "--enable-ha=true", "--is-Argo-Rollouts=true",
-			"--resource-label-selector=reloader:enabled", "--configmap-annotation", optin.ConfigMapReload)
+			"--resource-label-selector=reloader:enabled", "--configmap-annotation", optin.ConfigMapReload, "--namespace-selector=team:a,env:*")
 		g.Eventually(func(g Gomega) settings.Settings { return published(g, ns) }, wait).Should(And(
 			HaveField("Discovery", "all"),
 			HaveField("IgnoreSecretNamespaces", ConsistOf("*")),
 			HaveField("IgnoreConfigMapNamespaces", ContainElement("kube-system")),
 			HaveField("ConfigSelector", "reloader=enabled"),
+			HaveField("NamespaceSelector", "team=a,env"),
 		))
 	})
 
@@ -128,8 +129,8 @@ func TestReloaderArguments(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		code, out := runWatcher(t, nil, "--namespace-selector=team:a", "--lease-namespace=default")
+		code, out := runWatcher(t, nil, "--enable-csi-integration", "--lease-namespace=default")
 		NewWithT(t).Expect(code).To(Equal(2), out)
-		NewWithT(t).Expect(out).To(ContainSubstring("--namespace-selector"))
+		NewWithT(t).Expect(out).To(ContainSubstring("--enable-csi-integration"))
 	})
 }

@@ -60,12 +60,16 @@ func TestRBAC(t *testing.T) {
 				{"delete", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"create", "pods/exec", "-n", "apps-x"},
 				{"patch", "nodes"},
+				{"list", "namespaces", "--all-namespaces"}, // no discovery.namespaceSelector
 			},
 		},
 		{
 			name: "namespaced", release: "rn", apps: "apps-a",
 			args: []string{"--set", "rbac.scope=namespaced", "--set", "discovery.namespaces={apps-a,apps-b}", "--set", "restart.cronjobTrigger=true",
-				"--set", "alerts.webhookURLSecret=alerts-n/hook:url"},
+				"--set", "alerts.webhookURLSecret=alerts-n/hook:url",
+				// A selector every namespace matches (the API server sets
+				// the label): its informer runs with the chart's rights.
+				"--set", "discovery.namespaceSelector=kubernetes.io/metadata.name"},
 			can: [][]string{
 				{"get", "secrets/hook", "-n", "alerts-n"}, // the alert URL, by name
 				{"watch", "secrets/hook", "-n", "alerts-n"},
@@ -76,6 +80,8 @@ func TestRBAC(t *testing.T) {
 				{"list", "secrets", "-n", "apps-b"},
 				{"get", "secrets/rn-watcher-hash-key", "-n", "rbac-n"},
 				{"update", "leases/rn-watcher", "-n", "rbac-n"},
+				{"list", "namespaces", "--all-namespaces"}, // discovery.namespaceSelector
+				{"watch", "namespaces", "--all-namespaces"},
 			},
 			cannot: [][]string{
 				{"patch", "deployments", "-n", "apps-c"},
@@ -94,6 +100,8 @@ func TestRBAC(t *testing.T) {
 				{"get", "secrets/other", "-n", "alerts-n"},
 				{"list", "secrets", "-n", "alerts-n"},
 				{"update", "secrets/hook", "-n", "alerts-n"},
+				{"get", "namespaces/apps-a", "--all-namespaces"},
+				{"update", "namespaces/apps-a", "--all-namespaces"},
 			},
 		},
 	} {

@@ -163,12 +163,21 @@ Secret, and no Pod is ever created. */}}
 {{- end }}
 {{- end }}
 
+{{/* With discovery.namespaceSelector (only then), list and watch
+namespaces, for their labels (the selector is applied by the API server). */}}
+{{- define "watcher.namespaceRules" -}}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, watch]
+{{- end }}
+
 {{/* The container's environment: watcher's settings from the values. */}}
 {{- define "watcher.containerEnv" }}
 - name: POD_NAMESPACE
   valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
 {{- include "watcher.env" (list "DISCOVERY" .Values.discovery.mode) }}
 {{- include "watcher.env" (list "NAMESPACES" .Values.discovery.namespaces) }}
+{{- include "watcher.env" (list "NAMESPACE_SELECTOR" .Values.discovery.namespaceSelector) }}
 {{- include "watcher.env" (list "IGNORE_CONFIGMAP_NAMESPACES" .Values.discovery.ignoreConfigMapNamespaces) }}
 {{- include "watcher.env" (list "IGNORE_SECRET_NAMESPACES" .Values.discovery.ignoreSecretNamespaces) }}
 {{- include "watcher.env" (list "IGNORE_WORKLOAD_KINDS" .Values.discovery.ignoreWorkloadKinds) }}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// The namespace selector (--namespace-selector). The informers of
+// ConfigMaps, Secrets and workloads watch every namespace as without it;
+// the store's informer of the selected namespaces (store.Selected) says
+// which of them are handled, when a request is processed:
+//
+//	event                                what is done
+//	a change in a namespace not          nothing: no lock taken, no
+//	  selected                           workload reconciled
+//	a workload of a namespace not        nothing: never adopted, recorded
+//	  selected                           or restarted
+//	a namespace comes to match, while    each of its workloads is enqueued
+//	  watcher runs                       for adoption: its record is
+//	                                     written as the configuration is
+//	                                     now, and a change made while the
+//	                                     namespace was not selected
+//	                                     restarts nothing (Refresh, not
+//	                                     Restart)
+//	a namespace no longer matches        its pending adoptions are
+//	                                     forgotten; its later changes
+//	                                     restart nothing
+//	watcher starts (or a replica         the namespaces matching then are
+//	  becomes the leader)                selected, with no adoption:
+//	                                     changes made while watcher was
+//	                                     down restart their workloads, as
+//	                                     everywhere
+//
+// The filter is applied when a request is processed, not when an event
+// is enqueued: the informers deliver their events in no set order. A
+// namespace the informer holds but whose event the handler has not been
+// given yet (the instant after it came to match, or at start) is neither
+// handled nor skipped: the request waits (namespaceWait) until the
+// adoptions of the namespace are marked. An adoption is done by the first
+// reconcile of the workload after that, whatever enqueued it: a change of
+// one of its ConfigMaps made in the instant between the labelling and
+// that reconcile is recorded without a restart too.
+
+// Values of the change label of metrics.NamespaceSelections.
+const (
+	namespaceSelected = "selected"
+	namespaceDropped  = "dropped"
+)
+
+// namespaceWait is how long a request of a namespace that came to match
+// waits for the namespace's event to be handled.
+const namespaceWait = 100 * time.Millisecond
+
+// selection is what the controller was told of the selected namespaces:
+// which it was told of, and the workloads of those newly selected not
+// reconciled since. It is safe for concurrent use. A nil *selection (no
+// selector) is told of every namespace and adopts nothing.
+type selection struct {
+	mu    sync.Mutex
+	told  map[string]bool
+	adopt map[workload.Key]bool
+}
+
+func newSelection() *selection {
+	return &selection{told: map[string]bool{}, adopt: map[workload.Key]bool{}}
+}
+
+// selected notes that namespace matches, with its workloads keys to adopt
+// (none for a namespace of the informer's initial list).
+func (s *selection) selected(namespace string, keys []workload.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.adopt[k] = true
+	}
+	s.told[namespace] = true
+}
+
+// dropped notes that namespace no longer matches, and forgets its
+// adoptions.
+func (s *selection) dropped(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.told, namespace)
+	for k := range s.adopt {
+		if k.Namespace == namespace {
+			delete(s.adopt, k)
+		}
+	}
+}
+
+// isTold tells whether the controller was told that namespace matches.
+func (s *selection) isTold(namespace string) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.told[namespace]
+}
+
+// take tells whether key is to be adopted, and forgets it.
+func (s *selection) take(key workload.Key) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := s.adopt[key]
+	delete(s.adopt, key)
+	return ok
+}
+
+// readopt marks key to be adopted again (its adoption failed), unless its
+// namespace was dropped meanwhile.
+func (s *selection) readopt(key workload.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.told[key.Namespace] {
+		s.adopt[key] = true
+	}
+}
+
+// inScope tells whether the objects of namespace are handled; wait: not
+// yet known, look again after namespaceWait.
+func (r *Reconciler) inScope(namespace string) (ok, wait bool) {
+	if !r.Store.Selected(namespace) {
+		return false, false
+	}
+	if !r.selection.isTold(namespace) {
+		return false, true
+	}
+	return true, false
+}
+
+// adopted is p for a workload adopted with its namespace: its record is
+// brought to the configuration as it is now, and nothing restarts.
+func adopted(p plan.Plan) plan.Plan {
+	if p.Action == plan.Restart {
+		p.Action, p.Changes = plan.Refresh, nil
+	}
+	return p
+}
+
+// namespaceHandler tells the selection of the events of the informer of
+// selected namespaces: a namespace added after the informer's initial list
+// came to match, and its workloads are to be adopted.
+type namespaceHandler struct {
+	store     *store.Store
+	selection *selection
+	log       logr.Logger
+}
+
+func (h namespaceHandler) funcs() handler.TypedEventHandler[client.Object, Request] {
+	return handler.TypedFuncs[client.Object, Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
+			if e.IsInInitialList {
+				h.selection.selected(e.Object.GetName(), nil)
+				return
+			}
+			h.gained(e.Object.GetName(), q)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
+			h.selection.dropped(e.Object.GetName())
+			metrics.NamespaceSelections.WithLabelValues(namespaceDropped).Inc()
+			h.log.Info("Namespace no longer selected; its changes restart nothing", "namespace", e.Object.GetName())
+		},
+	}
+}
+
+// gained marks every workload of namespace, found through the store's
+// namespace index, for adoption, and enqueues it.
+func (h namespaceHandler) gained(namespace string, q queue) {
+	var keys []workload.Key
+	for _, k := range workload.Kinds {
+		objs, err := h.store.Workloads(k.Name(), namespace)
+		if err != nil {
+			h.log.Error(err, "Cannot list the workloads of a selected namespace", "namespace", namespace, "kind", k.Name())
+			metrics.Errors.WithLabelValues("index").Inc()
+			continue
+		}
+		for _, o := range objs {
+			keys = append(keys, object.Ref{Kind: k.Name(), Namespace: namespace, Name: o.Name})
+		}
+	}
+	h.selection.selected(namespace, keys)
+	for _, k := range keys {
+		q.Add(Workload{k})
+	}
+	metrics.NamespaceSelections.WithLabelValues(namespaceSelected).Inc()
+	h.log.Info("Namespace selected; adopting its workloads, nothing restarted", "namespace", namespace, "workloads", len(keys))
+}
