@@ -46,7 +46,7 @@ func ignoreJobsUnlessAllowed(ctx context.Context, cfg *rest.Config, o *options.O
 			if !got.Status.Allowed {
 				o.IgnoreWorkloadKinds = append(o.IgnoreWorkloadKinds, workload.Job.Name())
 				log.Info("Jobs are neither watched nor restarted: no right to list and watch them",
-					"namespace", ns, "verb", verb, "grant", "get, list, watch, create and delete on jobs (batch)")
+					"namespace", ns, "verb", verb, "grant", "get, list, watch, patch, create and delete on jobs (batch)")
 				return
 			}
 		}
