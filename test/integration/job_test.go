@@ -5,11 +5,16 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
@@ -102,4 +107,68 @@ func TestJobIgnored(t *testing.T) {
 	g.Consistently(func() types.UID { return uidOf(t, migrate) }, quiet, 50*time.Millisecond).
 		Should(Equal(uid), "the Job is not re-created")
 	g.Expect(fetch(t, migrate).Annotations).NotTo(HaveKey(plan.RecordAnnotation), "nor adopted")
+}
+
+// TestJobRecreateRefused: when the API server would refuse the new Job (here
+// an admission policy of the test's namespace refuses every Job carrying
+// watcher's record), the Job is not deleted: it keeps its UID, and a
+// Warning Event RecreateFailed says why.
+func TestJobRecreateRefused(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := namespace(t)
+	refuseRecordedJobs(t, ns)
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	migrate := job(ns, "migrate", envFrom("cfg", ""), map[string]string{optin.Auto: "true"})
+	create(t, migrate)
+	uid := uidOf(t, migrate)
+	// The policy is in force once a dry-run create of such a Job fails.
+	probe := job(ns, "probe", envFrom("cfg", ""), map[string]string{plan.RecordAnnotation: "x"})
+	g.Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, wait, 100*time.Millisecond).
+		Should(HaveOccurred(), "the admission policy is in force")
+	startWatcher(t, ns)
+	waitAdopted(t, migrate)
+
+	setConfigMap(t, cm, "a", "2")
+	waitEvent(t, ns, "migrate", controller.ReasonRecreateFailed, "Cannot re-create the Job", "no recorded Jobs here")
+	g.Consistently(func() types.UID { return uidOf(t, migrate) }, quiet, 50*time.Millisecond).
+		Should(Equal(uid), "the Job is not deleted")
+	g.Expect(events(t, ns, "migrate", "Restarted")).To(BeEmpty())
+}
+
+// refuseRecordedJobs installs, for the test, a ValidatingAdmissionPolicy
+// that refuses, in namespace ns only, every Job carrying watcher's record.
+func refuseRecordedJobs(t *testing.T, ns string) {
+	t.Helper()
+	name := "refuse-recorded-jobs-" + ns
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+				}}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.metadata.annotations) || !('" + plan.RecordAnnotation + "' in object.metadata.annotations)",
+				Message:    "no recorded Jobs here",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	create(t, policy, binding)
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, binding)
+		_ = k8s.Delete(ctx, policy)
+	})
 }
