@@ -42,8 +42,13 @@ var generatedJobLabels = []string{
 //	  job-name
 //	labels controller-uid,                removed when they name old's UID
 //	  batch.kubernetes.io/controller-uid
+//	ownerReferences                       kept, without blockOwnerDeletion
+//	                                      (setting it needs the right to
+//	                                      update the owner's finalizers;
+//	                                      kubectl create job --from sets
+//	                                      none either)
 //	everything else (labels, annotations, kept, so a finished Job runs
-//	  owner references, spec)             again, as Reloader's does
+//	  spec)                               again, as Reloader's does
 //
 // Reloader drops the selector even with spec.manualSelector, which the API
 // server then refuses; here such a Job keeps the selector and labels its
@@ -71,6 +76,9 @@ func RecreatedJob(old *batchv1.Job, pt types.PatchType, patch []byte) (*batchv1.
 		Finalizers: slices.DeleteFunc(job.Finalizers, func(f string) bool {
 			return f == metav1.FinalizerDeleteDependents || f == metav1.FinalizerOrphanDependents
 		}),
+	}
+	for i := range job.OwnerReferences {
+		job.OwnerReferences[i].BlockOwnerDeletion = nil
 	}
 	for _, k := range []string{batchv1.ControllerUidLabel, "controller-uid"} {
 		if v, ok := job.Labels[k]; ok && v == string(old.UID) {

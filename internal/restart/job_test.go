@@ -170,3 +170,23 @@ func TestRecreatedJobPatchType(t *testing.T) {
 		t.Error("no error for a JSON patch")
 	}
 }
+
+// TestRecreatedJobOwner: a Job of a CronJob keeps its owner, without
+// blockOwnerDeletion, which only the owner's finalizers right may set.
+func TestRecreatedJobOwner(t *testing.T) {
+	old := finishedJob()
+	owner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "cj-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	old.OwnerReferences = []metav1.OwnerReference{owner}
+	pt, patch := restartPatch(t, restart.Annotation{})
+	job, err := restart.RecreatedJob(old, pt, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.BlockOwnerDeletion = nil
+	if d := cmp.Diff([]metav1.OwnerReference{owner}, job.OwnerReferences); d != "" {
+		t.Errorf("owner references (-want +got):\n%s", d)
+	}
+	if old.OwnerReferences[0].BlockOwnerDeletion == nil {
+		t.Error("the old Job was changed")
+	}
+}
