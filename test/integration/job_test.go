@@ -16,6 +16,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -171,4 +172,35 @@ func refuseRecordedJobs(t *testing.T, ns string) {
 		_ = k8s.Delete(ctx, binding)
 		_ = k8s.Delete(ctx, policy)
 	})
+}
+
+// TestJobBudgetSurvivesRecreation: the guards hold a Job as any workload.
+// Under a budget of one restart an hour, a Job re-created for a change is
+// held at the next one, even by a new watcher process: the restart state
+// is written on the new Job, bound to its new UID.
+func TestJobBudgetSurvivesRecreation(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := namespace(t)
+	budget := func(o *options.Options) { o.RestartBudget = options.Rate{Count: 1, Per: time.Hour} }
+	cm := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	migrate := job(ns, "migrate", envFrom("cfg", ""), map[string]string{optin.Auto: "true"})
+	create(t, migrate)
+	first := uidOf(t, migrate)
+	w := startWatcher(t, ns, budget)
+	waitAdopted(t, migrate)
+	setConfigMap(t, cm, "a", "2")
+	g.Eventually(func() types.UID { return uidOf(t, migrate) }, wait, 20*time.Millisecond).
+		ShouldNot(Or(Equal(first), BeEmpty()), "re-created for the first change")
+	g.Eventually(func() map[string]string { return fetch(t, migrate).Annotations }, wait, 20*time.Millisecond).
+		Should(HaveKey(guard.StateAnnotation))
+	second := uidOf(t, migrate)
+	w.Stop()
+
+	startWatcher(t, ns, budget)
+	setConfigMap(t, cm, "a", "3")
+	g.Eventually(func() []string { return events(t, ns, "migrate", hold.ReasonRestartHeld) }, wait, 20*time.Millisecond).
+		Should(ContainElement(ContainSubstring("Restart held (budget)")))
+	g.Expect(uidOf(t, migrate)).To(Equal(second), "held: not re-created again")
 }
