@@ -202,8 +202,8 @@ func (c *command) usage(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "Usage: %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\n"+
 			"What watcher does with a workload (Deployment, StatefulSet, DaemonSet, CronJob,\n"+
-			"Rollout) or a ConfigMap or Secret: what it uses or who uses it, which rule drops\n"+
-			"or ignores what, whether a restart is pending and why, the last restarts.\n"+
+			"Job, Rollout) or a ConfigMap or Secret: what it uses or who uses it, which rule\n"+
+			"drops or ignores what, whether a restart is pending and why, the last restarts.\n"+
 			"Prints key names and the first %d digits of keyed hashes, never a value.\n"+
 			"The key of the namespace comes from --explain-key or $%s, else the\n"+
 			"Secret --explain-key-secret of the namespace, else the installation's hash key\n"+

@@ -21,6 +21,7 @@ var aliases = map[string]target{
 	"statefulset": {workload: workload.StatefulSet}, "statefulsets": {workload: workload.StatefulSet}, "sts": {workload: workload.StatefulSet},
 	"daemonset": {workload: workload.DaemonSet}, "daemonsets": {workload: workload.DaemonSet}, "ds": {workload: workload.DaemonSet},
 	"cronjob": {workload: workload.CronJob}, "cronjobs": {workload: workload.CronJob}, "cj": {workload: workload.CronJob},
+	"job": {workload: workload.Job}, "jobs": {workload: workload.Job},
 	"rollout": {workload: workload.Rollout}, "rollouts": {workload: workload.Rollout}, "ro": {workload: workload.Rollout},
 	"configmap": {config: refs.ConfigMap}, "configmaps": {config: refs.ConfigMap}, "cm": {config: refs.ConfigMap},
 	"secret": {config: refs.Secret}, "secrets": {config: refs.Secret},
@@ -36,7 +37,7 @@ func parseTarget(arg string) (target, string, error) {
 	kind, _, _ = strings.Cut(strings.ToLower(kind), ".") // deployments.apps
 	t, ok := aliases[kind]
 	if !ok {
-		return target{}, "", fmt.Errorf("unknown kind %q: want a Deployment, StatefulSet, DaemonSet, CronJob, Rollout, ConfigMap or Secret", kind)
+		return target{}, "", fmt.Errorf("unknown kind %q: want a Deployment, StatefulSet, DaemonSet, CronJob, Job, Rollout, ConfigMap or Secret", kind)
 	}
 	return t, name, nil
 }

@@ -54,14 +54,12 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if p.Action == plan.None || !admitted {
 		return nil
 	}
-	kind, _ := workload.ByName(key.Kind)
-	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, strategy, r.guards.State(req, obj))
-	err = r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch))
+	obj, err = r.write(ctx, key, obj, p, strategy, req) // job.go
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)
 	}
 	if err != nil {
-		return r.patchFailed(ctx, key, obj, err)
+		return err
 	}
 	switch p.Action {
 	case plan.Forget:

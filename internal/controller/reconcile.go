@@ -214,6 +214,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 	in := plan.Input{
 		Rules:           r.rules,
 		Annotations:     optin.Of(obj),
+		OptInOnly:       kindOf(obj).Recreate,
 		Policies:        applied.Named,
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},

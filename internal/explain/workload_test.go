@@ -6,11 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -57,6 +59,12 @@ func TestExplainWorkload(t *testing.T) {
 			set.Rules = plan.NewChain(plan.Options{OptOutAnnotation: "require-restart", Discovery: plan.DiscoveryAnnotated})
 			return s.web
 		}, want{"forget", "current", false, true, "opted out", map[string]string{"ConfigMap/app-config": "drop not-opted-in present", "Secret/db": "drop not-opted-in present"}}},
+		{"a Job not opted in, discovery all: dropped (Jobs are opt-in only)", func(s *scenario, _ *explain.Settings) client.Object {
+			return jobOf(s.web, nil)
+		}, want{"forget", "current", false, true, "opted out", map[string]string{"ConfigMap/app-config": "drop not-opted-in present", "Secret/db": "drop not-opted-in present"}}},
+		{"a Job opted in with Reloader's annotation: restart pending", func(s *scenario, _ *explain.Settings) client.Object {
+			return jobOf(s.web, map[string]string{optin.ReloaderAuto: "true"})
+		}, want{"restart", "current", true, true, "restart pending because ConfigMap app-config changed (keys: LOG_LEVEL)", web}},
 		{"the hash key is unreadable: nothing compared", func(s *scenario, set *explain.Settings) client.Object {
 			set.HashKeyID, set.HashKeyProblem = "", "cannot read Secret watcher/watcher-hash-key: forbidden"
 			return s.web
@@ -136,6 +144,15 @@ func TestExplainWorkload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jobOf returns a Job with d's metadata, pod template and more annotations.
+func jobOf(d *appsv1.Deployment, annotations map[string]string) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: *d.ObjectMeta.DeepCopy(), Spec: batchv1.JobSpec{Template: *d.Spec.Template.DeepCopy()}}
+	for k, v := range annotations {
+		j.Annotations[k] = v
+	}
+	return j
 }
 
 // TestExplainConfig: what a change of each key restarts, user by user.

@@ -34,8 +34,8 @@ import (
 //	                                    --ignore-secret-namespaces
 //	--resources-to-ignore configmaps    --ignore-configmap-namespaces '*'
 //	--resources-to-ignore secrets       --ignore-secret-namespaces '*'
-//	--ignored-workload-types            jobs: watcher restarts no Job
-//	                                    (noted); cronjobs:
+//	--ignored-workload-types            jobs: --ignore-workload-kinds
+//	                                    Job; cronjobs:
 //	                                    --ignore-workload-kinds CronJob
 //	--resource-label-selector           --config-selector (Reloader's
 //	                                    k:v and k:* forms converted)
@@ -215,11 +215,13 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 	}
 	for _, kind := range r.workloadsIgnore {
 		switch strings.ToLower(kind) {
-		case "jobs":
-			o.Notes = append(o.Notes, "Reloader's --ignored-workload-types jobs accepted: watcher restarts no Job")
-		case "cronjobs":
+		case "jobs", "cronjobs":
+			k := workload.Job
+			if strings.EqualFold(kind, "cronjobs") {
+				k = workload.CronJob
+			}
 			if !given("ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS") {
-				o.IgnoreWorkloadKinds = appendNew(o.IgnoreWorkloadKinds, workload.CronJob.Name())
+				o.IgnoreWorkloadKinds = appendNew(o.IgnoreWorkloadKinds, k.Name())
 			}
 		default:
 			errs = append(errs, fmt.Sprintf("Reloader's --ignored-workload-types %q: want jobs or cronjobs", kind))

@@ -57,11 +57,15 @@ func TestReloaderFlags(t *testing.T) {
 			check: want("pprof", ":6060", func(o *options.Options) string { return o.PprofAddr })},
 		{name: "log levels", args: []string{"--log-level=trace"}, env: env(),
 			check: want("level", "debug", func(o *options.Options) string { return o.LogLevel })},
-		{name: "noted flags", args: []string{"--enable-ha=true", "--is-Argo-Rollouts=true", "--sync-after-restart=true", "--ignored-workload-types=jobs"}, env: env(),
-			check: want("notes on --enable-ha, --is-Argo-Rollouts and jobs", "true", func(o *options.Options) string {
+		{name: "noted flags", args: []string{"--enable-ha=true", "--is-Argo-Rollouts=true", "--sync-after-restart=true"}, env: env(),
+			check: want("notes on --enable-ha and --is-Argo-Rollouts", "true", func(o *options.Options) string {
 				n := strings.Join(o.Notes, "\n")
-				return fmt.Sprint(strings.Contains(n, "--enable-ha") && strings.Contains(n, "--is-Argo-Rollouts") && strings.Contains(n, "restarts no Job"))
+				return fmt.Sprint(strings.Contains(n, "--enable-ha") && strings.Contains(n, "--is-Argo-Rollouts"))
 			})},
+		{name: "jobs ignored", args: []string{"--ignored-workload-types=jobs"}, env: env(),
+			check: want("ignored kinds", "Job", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
+		{name: "jobs ignored, but watcher's own setting wins", args: []string{"--ignored-workload-types=jobs", "--ignore-workload-kinds=DaemonSet"}, env: env(),
+			check: want("ignored kinds", "DaemonSet", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
 		{name: "Reloader's own keys are accepted", args: []string{"--configmap-annotation", "configmap.reloader.stakater.com/reload"}, env: env(),
 			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
 		{name: "another key is read in place of Reloader's", args: []string{"--configmap-annotation", "example.com/reload", "--auto-annotation=example.com/auto"}, env: env(),
@@ -86,7 +90,9 @@ func TestReloaderFlags(t *testing.T) {
 		{name: "namespace-selector invalid", args: []string{"--namespace-selector=team in (a"}, env: env(), err: "--namespace-selector"},
 		{name: "csi refused", args: []string{"--enable-csi-integration=true"}, env: env(), err: "--enable-csi-integration"},
 		{name: "cronjobs ignored", args: []string{"--ignored-workload-types=jobs,cronjobs"}, env: env(),
-			check: want("ignored kinds", "CronJob", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
+			check: want("ignored kinds", "Job,CronJob", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
+		{name: "IGNORE_WORKLOAD_KINDS takes Job", env: env("IGNORE_WORKLOAD_KINDS", "Job"),
+			check: want("ignored kinds", "Job", func(o *options.Options) string { return strings.Join(o.IgnoreWorkloadKinds, ",") })},
 		{name: "not a kind", args: []string{"--ignore-workload-kinds=Pod"}, env: env(), err: "no workload kind"},
 		{name: "bad resource", args: []string{"--resources-to-ignore=pods"}, env: env(), err: "configmaps or secrets"},
 	}

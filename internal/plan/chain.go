@@ -91,8 +91,10 @@ type Options struct {
 //	                              (optin.Searched), and no ReloadPolicy
 //	                              applying to the workload names it
 //	                              (Input.Policies)
-//	not-opted-in         drop     Discovery is annotated, the auto annotations
-//	                              are not on for the reference's kind, no
+//	not-opted-in         drop     Discovery is annotated (or the workload is
+//	                              opt-in only: Input.OptInOnly, a Job), the
+//	                              auto annotations are not on for the
+//	                              reference's kind, no
 //	                              reload list of the workload names it, it
 //	                              is not found by search/match, and no
 //	                              ReloadPolicy applying to the workload names
@@ -131,9 +133,10 @@ func autoDisabled(in Input, ref refs.Ref, cfg Config) bool {
 	return optin.AutoFor(in.Annotations, ref.Kind) == optin.Off && !chosen(in, ref, cfg)
 }
 
-// notOptedIn: in the annotated mode, only what a workload opts in to counts.
+// notOptedIn: in the annotated mode, and for a workload that is opt-in
+// only in any mode, only what a workload opts in to counts.
 func (o Options) notOptedIn(in Input, ref refs.Ref, cfg Config) bool {
-	return o.Discovery == DiscoveryAnnotated &&
+	return (o.Discovery == DiscoveryAnnotated || in.OptInOnly) &&
 		optin.AutoFor(in.Annotations, ref.Kind) != optin.On && !chosen(in, ref, cfg)
 }
 

@@ -67,6 +67,15 @@ func TestOptInRules(t *testing.T) {
 			if got := evaluateRef(annotatedRules, tt.workload, tt.ref, present("k", "1")); got != tt.annotated {
 				t.Errorf("discovery annotated: %v, want %v", got, tt.annotated)
 			}
+			// An opt-in-only workload (a Job) is decided as in the
+			// annotated mode, in either mode.
+			for mode, rules := range map[string]plan.Chain{"all": allRules, "annotated": annotatedRules} {
+				in := plan.Input{Rules: rules, Annotations: tt.workload, OptInOnly: true, Refs: []refs.Ref{tt.ref},
+					Configs: map[string]plan.Config{tt.ref.ID(): present("k", "1")}}
+				if v, rule := in.Rules.Evaluate(in, tt.ref); (verdict{v, rule}) != tt.annotated {
+					t.Errorf("opt-in only, discovery %s: %v, want %v", mode, verdict{v, rule}, tt.annotated)
+				}
+			}
 		})
 	}
 	// The default mode is all.
@@ -171,5 +180,23 @@ func TestExcludeAndSearch(t *testing.T) {
 				t.Errorf("discovery annotated: %v, want %v", got, tt.annotated)
 			}
 		})
+	}
+}
+
+// TestOptInOnlyWritesNothing: a workload that is opt-in only (a Job) and
+// does not opt in is never written under discovery all either; opted in,
+// it restarts.
+func TestOptInOnlyWritesNothing(t *testing.T) {
+	in := plan.Input{Rules: allRules, OptInOnly: true, Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: present("k", "2")}}
+	if p := plan.Decide(in); p.Action != plan.None {
+		t.Errorf("new workload: %v, want none", p.Action)
+	}
+	in.Recorded = plan.Record{cmA: all("k", "1")}
+	if p := plan.Decide(in); p.Action != plan.Forget {
+		t.Errorf("recorded workload: %v, want forget", p.Action)
+	}
+	in.Annotations = map[string]string{optin.ReloaderAuto: "true"}
+	if p := plan.Decide(in); p.Action != plan.Restart {
+		t.Errorf("opted in: %v, want restart", p.Action)
 	}
 }

@@ -80,6 +80,10 @@ type Input struct {
 	// ReloadPolicy applying to the workload names (policy.Applied.Named),
 	// for the rules: being a policy's target opts in.
 	Policies map[string]bool
+	// OptInOnly: the workload counts only what it opts in to, whatever the
+	// discovery mode, as in the annotated mode (see NewChain): a Job,
+	// which a restart deletes and creates again (workload.Kind.Recreate).
+	OptInOnly bool
 	// Refs are the objects the workload's pod template uses.
 	Refs []refs.Ref
 	// Recorded is the workload's record; nil if it has none.

@@ -10,7 +10,7 @@ const (
 	SkipWorkloadOptedOut = "workload-opted-out" // the workload opted out
 	SkipExcluded         = "excluded"           // an exclude list of the workload names the object
 	SkipAutoDisabled     = "auto-disabled"      // the workload's auto annotation is false
-	SkipNotOptedIn       = "not-opted-in"       // annotated discovery, and the workload did not opt in
+	SkipNotOptedIn       = "not-opted-in"       // annotated discovery (or a Job), and the workload did not opt in
 	SkipConfigOptedOut   = "config-opted-out"   // the ConfigMap or Secret opted out
 	SkipConfigIgnored    = "config-ignored"     // the ConfigMap or Secret has reloader.stakater.com/ignore
 	SkipConfigDeleted    = "config-deleted"     // deletion never restarts

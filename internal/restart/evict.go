@@ -24,6 +24,8 @@ const ArgoRestartAt = "restartAt"
 //	                          of the restart, RFC 3339
 //	CronJob (no pods to       what Annotation writes       its next Job
 //	evict)
+//	Job (re-created, see      what Annotation writes, on   the new Job
+//	RecreatedJob)             the new Job
 type Evict struct {
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time

@@ -24,7 +24,9 @@
 //
 // A strategy returns only the pod template's part of a patch; the caller
 // adds the record annotations and the resourceVersion precondition, and
-// sends the whole as one patch of the type the strategy asks for.
+// sends the whole as one patch of the type the strategy asks for. A Job's
+// pod template cannot be changed: the same patch is applied to a copy of
+// the Job, which replaces it (RecreatedJob), whatever the strategy.
 package restart
 
 import (

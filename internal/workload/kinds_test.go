@@ -89,6 +89,7 @@ func TestTemplatePaths(t *testing.T) {
 		{workload.CronJob, []string{"spec", "jobTemplate", "spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec {
 			return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
 		}},
+		{workload.Job, []string{"spec", "template"}, func(o client.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template }},
 		{workload.Rollout, []string{"spec", "template"}, nil}, // no Go type: TestRollout
 	}
 	if len(tests) != len(workload.Kinds) {
@@ -119,8 +120,8 @@ func TestKindOfOthers(t *testing.T) {
 	if _, ok := workload.Of(&appsv1.ReplicaSet{}); ok {
 		t.Error("a ReplicaSet is a workload")
 	}
-	if _, ok := workload.Of(&batchv1.Job{}); ok {
-		t.Error("a Job is a workload")
+	if _, ok := workload.Of(&corev1.Pod{}); ok {
+		t.Error("a Pod is a workload")
 	}
 	if _, ok := workload.Of(&corev1.ConfigMap{}); ok {
 		t.Error("a ConfigMap is a workload")
@@ -217,5 +218,15 @@ func TestRollout(t *testing.T) {
 				t.Errorf("references %v of a Rollout without a template", uses)
 			}
 		})
+	}
+}
+
+// TestRecreate: a Job, whose template is immutable, is the one kind a
+// restart re-creates; every other kind is patched.
+func TestRecreate(t *testing.T) {
+	for _, k := range workload.Kinds {
+		if got, want := k.Recreate, k.GVK == batchv1.SchemeGroupVersion.WithKind("Job"); got != want {
+			t.Errorf("%s: Recreate = %v, want %v", k.Name(), got, want)
+		}
 	}
 }

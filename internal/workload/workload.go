@@ -1,8 +1,9 @@
 // Package workload knows the kinds of workload watcher restarts. Each kind
 // is one value of Kind in Kinds, carrying everything watcher needs of it:
 // its GroupVersionKind, where its pod template lives, how to read it from a
-// typed or an unstructured object, whether its API may be absent, and
-// whether changing its template rolls its pods. Every other package asks the
+// typed or an unstructured object, whether its API may be absent, whether
+// changing its template rolls its pods, and whether a restart re-creates
+// it instead (a Job). Every other package asks the
 // kind; adding one is one value here plus its test cases.
 package workload
 
@@ -52,6 +53,12 @@ type Kind struct {
 	// onDelete tells why a template change of obj rolls no pod until the
 	// pods are deleted ("" when it rolls them); nil: it always rolls them.
 	onDelete func(client.Object) string
+	// Recreate is true for a kind whose pod template cannot be changed (a
+	// Job): a restart deletes the object and creates it again from its
+	// spec (see package restart), as Reloader does. Such a kind is
+	// restarted only when it opts in, whatever the discovery mode
+	// (plan.Input.OptInOnly).
+	Recreate bool
 	// NewInformer returns a client-go informer of a typed kind.
 	NewInformer func(kubernetes.Interface, string, internalinterfaces.InformerOptions) toolscache.SharedIndexInformer
 }
@@ -86,6 +93,15 @@ var (
 		typed:       template(func(o *batchv1.CronJob) *corev1.PodTemplateSpec { return &o.Spec.JobTemplate.Spec.Template }),
 		NewInformer: batchinformers.NewCronJobInformerWithOptions,
 	}
+	// Job: its template is immutable, so a restart re-creates it (Recreate),
+	// finished or not; only a Job that opts in is restarted.
+	Job = Kind{
+		GVK:         batchv1.SchemeGroupVersion.WithKind("Job"),
+		Template:    []string{"spec", "template"},
+		typed:       template(func(o *batchv1.Job) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		Recreate:    true,
+		NewInformer: batchinformers.NewJobInformerWithOptions,
+	}
 	// Rollout is Argo Rollouts' Deployment, a custom resource handled as
 	// an unstructured object (no Argo Go type). A Rollout with
 	// spec.workloadRef and no spec.template of its own takes its template
@@ -101,7 +117,7 @@ var (
 )
 
 // Kinds are the workload kinds watcher restarts.
-var Kinds = []Kind{Deployment, StatefulSet, DaemonSet, CronJob, Rollout}
+var Kinds = []Kind{Deployment, StatefulSet, DaemonSet, CronJob, Job, Rollout}
 
 // GVR returns the kind's GroupVersionResource.
 func (k Kind) GVR() schema.GroupVersionResource { return k.GVK.GroupVersion().WithResource(k.Resource) }

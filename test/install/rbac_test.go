@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -37,6 +39,7 @@ func TestRBAC(t *testing.T) {
 	}{
 		{
 			name: "cluster", release: "rc", apps: "apps-x",
+			args: []string{"--set", "discovery.ignoreWorkloadKinds={Job}"},
 			can: [][]string{
 				{"patch", "deployments", "-n", "apps-x"},
 				{"list", "secrets", "--all-namespaces"},
@@ -55,7 +58,8 @@ func TestRBAC(t *testing.T) {
 				{"create", "pods", "-n", "rbac-c"},
 				{"delete", "deployments", "-n", "apps-x"},
 				{"update", "deployments", "-n", "apps-x"},
-				{"create", "jobs", "-n", "apps-x"}, // the CronJob trigger is off
+				{"create", "jobs", "-n", "apps-x"}, // Jobs ignored, the CronJob trigger off
+				{"list", "jobs", "--all-namespaces"},
 				{"update", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"delete", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"create", "pods/exec", "-n", "apps-x"},
@@ -75,8 +79,10 @@ func TestRBAC(t *testing.T) {
 				{"watch", "secrets/hook", "-n", "alerts-n"},
 				{"patch", "deployments", "-n", "apps-a"},
 				{"patch", "cronjobs", "-n", "apps-b"},
-				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger is on
-				{"delete", "jobs", "-n", "apps-a"}, // concurrencyPolicy: Replace
+				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger, and Jobs re-created
+				{"delete", "jobs", "-n", "apps-a"}, // concurrencyPolicy: Replace, and Jobs re-created
+				{"watch", "jobs", "-n", "apps-b"},
+				{"patch", "jobs", "-n", "apps-b"}, // the record
 				{"list", "secrets", "-n", "apps-b"},
 				{"get", "secrets/rn-watcher-hash-key", "-n", "rbac-n"},
 				{"update", "leases/rn-watcher", "-n", "rbac-n"},
@@ -153,11 +159,33 @@ func TestRBAC(t *testing.T) {
 			a := newApp(t, tc.apps)
 			cj := fixture.CronJob(tc.apps, "nightly", fixture.EnvFrom("cfg", ""))
 			g.Expect(k8s.Create(ctx, cj)).To(Succeed())
+			var b *app // Jobs watched: an opted-in Job in apps-b is re-created
+			var migrate *batchv1.Job
+			if tc.name == "namespaced" {
+				b = newApp(t, "apps-b")
+				migrate = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "apps-b", Name: "migrate",
+					Annotations: map[string]string{"reloader.stakater.com/auto": "true"}},
+					Spec: fixture.CronJob("apps-b", "x", fixture.EnvFrom("cfg", "")).Spec.JobTemplate.Spec}
+				g.Expect(k8s.Create(ctx, migrate)).To(Succeed())
+			}
 			w := startWatcher(t, watcherBin, d, tokenKubeconfig(t, ns, tc.release+"-watcher"), nil)
 			a.waitAdopted(t)
 			a.change(t, "2")
 			a.waitRollouts(t, 1)
 			a.stayRollouts(t, 1, time.Second)
+			if migrate != nil {
+				uid := get(t, migrate).GetUID()
+				g.Eventually(func() string { return get(t, migrate).GetAnnotations()[plan.RecordAnnotation] }, wait, 50*time.Millisecond).
+					ShouldNot(BeEmpty(), "the opted-in Job is adopted")
+				b.change(t, "2")
+				g.Eventually(func() types.UID {
+					cur := &batchv1.Job{}
+					if err := k8s.Get(ctx, client.ObjectKeyFromObject(migrate), cur); err != nil {
+						return ""
+					}
+					return cur.UID
+				}, wait, 50*time.Millisecond).ShouldNot(Or(BeEmpty(), Equal(uid)), "the Job is re-created: deleted and created, as the rights and the admission policy allow")
+			}
 			// With the CronJob trigger, the restarted CronJob also runs now.
 			g.Eventually(func() int { return len(jobs(t, tc.apps)) }, wait, 100*time.Millisecond).Should(Equal(triggered(tc.args)), "Jobs created by the CronJob trigger")
 			noForbidden(t, w)

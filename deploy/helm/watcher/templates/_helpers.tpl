@@ -110,10 +110,12 @@ include "watcher.env" (list "NAME" value) */}}
 
 {{/* The rules watcher needs wherever workloads are watched: read
 ConfigMaps, Secrets and workloads, patch workloads (the restart), write
-Events; create Jobs with the CronJob trigger (get and delete the running
-ones of a concurrencyPolicy: Replace CronJob); Argo Rollouts and
-ReloadPolicies if enabled. Nothing may update or delete a ConfigMap or a
-Secret, and no Pod is ever created. */}}
+Events; read, patch (the record), delete and create Jobs (a Job's restart
+re-creates it) unless discovery.ignoreWorkloadKinds has Job, else create
+Jobs with the CronJob trigger (get and delete the running ones of a
+concurrencyPolicy: Replace CronJob); Argo Rollouts and ReloadPolicies if
+enabled. Nothing may update or delete a ConfigMap or a Secret, and no Pod
+is ever created. */}}
 {{- define "watcher.workloadRules" -}}
 - apiGroups: [""]
   resources: [configmaps, secrets]
@@ -124,7 +126,11 @@ Secret, and no Pod is ever created. */}}
 - apiGroups: [batch]
   resources: [cronjobs]
   verbs: [get, list, watch, patch]
-{{- if .Values.restart.cronjobTrigger }}
+{{- if not (has "Job" .Values.discovery.ignoreWorkloadKinds) }}
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, patch, create, delete]
+{{- else if .Values.restart.cronjobTrigger }}
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [create, get, delete]
