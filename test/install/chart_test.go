@@ -58,7 +58,8 @@ func TestTemplate(t *testing.T) {
 			g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "lease"))
 			g.Expect(envOf(d)).NotTo(HaveKey("NAMESPACES"))
-			g.Expect(rules(g, objs, "ClusterRole")).NotTo(ContainElement("batch/jobs: create"))
+			// Opted-in Jobs are re-created (deleted, then created again).
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: get,list,watch,patch,create,delete"))
 			g.Expect(rules(g, objs, "Role")).To(ContainElement("coordination.k8s.io/leases/[tpl-watcher]: get,update"))
 		}},
 		{"namespaced", []string{"-f", ex("namespaced.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
@@ -112,7 +113,12 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "none"))
 			g.Expect(envOf(d)).To(HaveKeyWithValue("CRONJOB_TRIGGER", "true"))
 			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: get,list,watch,patch,create,delete"))
+		}},
+		{"Jobs ignored, CronJob trigger", []string{"--set", "restart.cronjobTrigger=true,discovery.ignoreWorkloadKinds={Job}"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			// Only what the trigger needs: create a Job, replace a running one.
 			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create,get,delete"))
+			g.Expect(rules(g, objs, "ClusterRole")).NotTo(ContainElement(ContainSubstring("batch/jobs: get,list")))
 			g.Expect(find(objs, "ValidatingAdmissionPolicy", "tpl-watcher-creates")).To(HaveLen(1))
 		}},
 	} {
