@@ -1,5 +1,6 @@
 // Command watcher restarts the workloads (Deployments, StatefulSets,
-// DaemonSets, CronJobs, Argo Rollouts) that use a ConfigMap or Secret when
+// DaemonSets, CronJobs, Argo Rollouts; Jobs that opt in, re-created) that
+// use a ConfigMap or Secret when
 // its data changes. Run `watcher --help` for its settings; package app
 // turns them into a running controller.
 //

@@ -248,7 +248,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(list{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated); empty: all")
 	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated; * for all)")
 	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated; * for all)")
-	bind(list{&o.IgnoreWorkloadKinds}, "ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "workload kinds never watched nor restarted (comma-separated kind names: CronJob, DaemonSet, ...)")
+	bind(list{&o.IgnoreWorkloadKinds}, "ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "workload kinds never watched nor restarted (comma-separated kind names: CronJob, DaemonSet, Job, ...)")
 	bind((*stringValue)(&o.WorkloadSelector), "workload-selector", "WORKLOAD_SELECTOR", "label selector of the workloads to restart; empty: all")
 	bind((*stringValue)(&o.ConfigSelector), "config-selector", "CONFIG_SELECTOR", "label selector of the ConfigMaps and Secrets to watch; empty: all")
 	bind(namespaceSelector{&o.NamespaceSelector}, "namespace-selector", "NAMESPACE_SELECTOR", "label selector of the namespaces to watch, followed while watcher runs (Reloader's key:value and key:* forms too); empty: all")

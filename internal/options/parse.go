@@ -134,8 +134,9 @@ func shown(v pflag.Value, s string) string {
 func Usage(w io.Writer, fs *pflag.FlagSet) {
 	fmt.Fprint(w, "Usage: watcher [flags]\n\n"+
 		"watcher restarts the workloads (Deployments, StatefulSets, DaemonSets,\n"+
-		"CronJobs, Argo Rollouts) that use a ConfigMap or Secret when the data\n"+
-		"they read changes, found from their pod specs with no annotation needed,\n"+
+		"CronJobs, Argo Rollouts; Jobs that opt in, re-created) that use a\n"+
+		"ConfigMap or Secret when the data they read changes, found from their\n"+
+		"pod specs with no annotation needed,\n"+
 		"behind restart guards (debounce, budget, flap hold, rollout waves) and\n"+
 		"ReloadPolicies; it reads Stakater Reloader's annotations too.\n\n"+
 		"Commands: watcher explain, watcher graph (what watcher would do and why,\n"+
