@@ -115,6 +115,9 @@ func TestTemplate(t *testing.T) {
 			g.Expect(d.Spec.Template.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
 			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: get,list,watch,patch,create,delete"))
 		}},
+		{"a Reloader Deployment's arguments", []string{"--set-json", `extraArgs=["--auto-reload-all=true","--namespaces-to-ignore=kube-system"]`}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(Equal([]string{"--auto-reload-all=true", "--namespaces-to-ignore=kube-system"}))
+		}},
 		{"Jobs ignored, CronJob trigger", []string{"--set", "restart.cronjobTrigger=true,discovery.ignoreWorkloadKinds={Job}"}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
 			// Only what the trigger needs: create a Job, replace a running one.
 			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: create,get,delete"))
