@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -16,7 +19,9 @@ import (
 // under the built binary with DISCOVERY=annotated, rolls exactly what
 // Reloader would roll, once per change: auto (and its typed form), a reload
 // list naming a ConfigMap the pod spec does not use, search/match, an
-// exclude list, an ignored ConfigMap, and a workload with no annotation.
+// exclude list, an ignored ConfigMap, and a workload with no annotation;
+// a Job named by its template's reload list is re-created once, and one
+// with no annotation is left alone.
 func TestReloaderManifests(t *testing.T) {
 	ns := namespace(t)
 	cmA := fixture.ConfigMap(ns, "cm-a", map[string]string{"k": "1"})
@@ -60,8 +65,18 @@ func TestReloaderManifests(t *testing.T) {
 		objs = append(objs, d)
 		trs = append(trs, track(t, d))
 	}
+	// Jobs: one named by its pod template's reload list is re-created
+	// once, as Reloader does; one with no annotation is left alone.
+	jobSpec := uses("cm-a")
+	jobSpec.RestartPolicy = corev1.RestartPolicyNever
+	namedJob := &batchv1.Job{ObjectMeta: fixture.Meta(ns, "named-job"), Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: jobSpec}}}
+	namedJob.Spec.Template.Annotations = map[string]string{optin.ConfigMapReload: "cm-b"}
+	plainJob := &batchv1.Job{ObjectMeta: fixture.Meta(ns, "plain-job"), Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *jobSpec.DeepCopy()}}}
+	create(t, namedJob, plainJob)
+	namedUID, plainUID := get(t, namedJob).UID, get(t, plainJob).UID
 	w := startWatcherEnv(t, "watcher", ns, []string{"DISCOVERY=annotated"})
 	w.WaitReady(t)
+	waitAdopted(t, namedJob)
 	for i, o := range objs {
 		if workloads[i].want > 0 {
 			waitAdopted(t, o)
@@ -69,6 +84,9 @@ func TestReloaderManifests(t *testing.T) {
 	}
 
 	setData(t, cmA, "k", "2")
+	// Two changes a workload uses, made within the debounce, roll it once
+	// (watcher's --coalesce): one at a time, as Reloader counts them.
+	waitRollouts(t, trs[0], 1)
 	setData(t, secA, "s", "2")
 	setData(t, cmB, "k", "2")
 	setData(t, cmM, "k", "2")
@@ -80,4 +98,11 @@ func TestReloaderManifests(t *testing.T) {
 		stayRollouts(t, trs[i], wl.want, time.Second)
 	}
 	waitRestarted(t, ns, "named", "ConfigMap cm-b changed")
+	waitRestarted(t, ns, "named-job", "ConfigMap cm-b changed")
+	g := NewWithT(t)
+	recreated := get(t, &batchv1.Job{ObjectMeta: fixture.Meta(ns, "named-job")}).UID
+	g.Expect(recreated).NotTo(Equal(namedUID), "the named Job is re-created")
+	g.Consistently(func() []types.UID {
+		return []types.UID{get(t, &batchv1.Job{ObjectMeta: fixture.Meta(ns, "named-job")}).UID, get(t, &batchv1.Job{ObjectMeta: fixture.Meta(ns, "plain-job")}).UID}
+	}, time.Second).Should(Equal([]types.UID{recreated, plainUID}), "once, and the plain Job never")
 }
