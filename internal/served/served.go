@@ -1,0 +1,375 @@
+// Package served tells watcher when the optional APIs it follows (custom
+// resources such as Argo's Rollout, Bitnami's SealedSecret or watcher's own
+// ReloadPolicy) start and stop being served, without asking the API server
+// again and again while nothing changes.
+//
+// A Watcher keeps a metadata-only informer on CustomResourceDefinitions
+// (names and resource versions only: no schemas in memory) and asks the
+// discovery API about an API only when it has a reason to:
+//
+//	when                                   discovery calls for the API
+//	start                                  one
+//	an add, update or delete of its CRD    one, then again with backoff
+//	                                       (250ms doubling to 4s, six times,
+//	                                       about 12s) while the answer does
+//	                                       not match the CRD (a new CRD is
+//	                                       served only once Established)
+//	a failed call (not a 404)              one, then again with the same
+//	                                       backoff, until one answers
+//	a follower asks again after d          one, after d
+//	nothing changes                        none
+//
+// If CRDs cannot be listed and watched (the RBAC of an older install, an
+// API server without apiextensions.k8s.io/v1), it says so once and asks
+// discovery about every API each Fallback instead: slower, never lost.
+package served
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// DefaultFallback is how often discovery is asked about each API when
+// CRDs cannot be watched.
+const DefaultFallback = time.Minute
+
+// syncTimeout bounds the wait for the CRD informer's first list; past
+// it, the Watcher falls back to asking discovery every Fallback.
+const syncTimeout = 30 * time.Second
+
+// Backoff of the checks that follow a CRD event while discovery does not
+// agree with the CRD yet: 250ms, 500ms, 1s, 2s, 4s, 4s.
+const (
+	retryBase  = 250 * time.Millisecond
+	retryMax   = 4 * time.Second
+	maxRetries = 6
+)
+
+// CRDs is the resource of CustomResourceDefinitions.
+var CRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// API is an optional API: a resource of a group version, defined by the
+// CustomResourceDefinition named resource.group.
+type API struct {
+	// GroupVersion is looked up in discovery: "argoproj.io/v1alpha1".
+	GroupVersion string
+	// Resource is the plural, lower case: "rollouts".
+	Resource string
+}
+
+// CRD returns the name of the API's CustomResourceDefinition:
+// "rollouts.argoproj.io".
+func (a API) CRD() string {
+	gv, err := schema.ParseGroupVersion(a.GroupVersion)
+	if err != nil {
+		return a.Resource
+	}
+	return a.Resource + "." + gv.Group
+}
+
+// Answer is what the discovery API said about an API.
+type Answer struct {
+	// Served: the API server serves the resource.
+	Served bool
+	// Known is false when discovery failed for another reason than the
+	// group version's absence; Served then tells nothing.
+	Known bool
+}
+
+// Func is told each answer about an API; it returns how long to wait
+// before asking again (0: not before the API's CRD changes). Funcs are
+// called from one goroutine.
+type Func func(ctx context.Context, a Answer) (again time.Duration)
+
+// follow is one followed API and its followers.
+type follow struct {
+	api API
+	fns []Func
+}
+
+// Watcher follows the CRDs of the optional APIs and tells their
+// followers whether they are served (see the package comment). It is a
+// manager.Runnable that runs on every replica.
+type Watcher struct {
+	// Fallback is how often discovery is asked about each API when CRDs
+	// cannot be watched; 0: DefaultFallback.
+	Fallback time.Duration
+	Log      logr.Logger
+
+	crds      metadata.Interface
+	discovery discovery.DiscoveryInterface
+
+	mu      sync.Mutex
+	follows map[string]*follow // by CRD name
+	queue   workqueue.TypedRateLimitingInterface[string]
+	// started: the initial checks are queued; a later Follow queues its
+	// own.
+	started bool
+	// store holds the CRDs while they are watched; nil: they are not
+	// (fallback).
+	store toolscache.Store
+}
+
+// New returns a Watcher reading with cfg.
+func New(cfg *rest.Config, log logr.Logger) (*Watcher, error) {
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create metadata client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create discovery client: %w", err)
+	}
+	return &Watcher{Log: log, crds: mc, discovery: dc}, nil
+}
+
+// Follow calls fn with each answer about api: once at start (or at once,
+// if the Watcher runs already), then as the package comment says.
+func (w *Watcher) Follow(api API, fn Func) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.follows == nil {
+		w.follows = map[string]*follow{}
+	}
+	name := api.CRD()
+	f := w.follows[name]
+	if f == nil {
+		f = &follow{api: api}
+		w.follows[name] = f
+	}
+	f.fns = append(f.fns, fn)
+	if w.started {
+		w.queue.Add(name)
+	}
+}
+
+// NeedLeaderElection is false: standbys follow the APIs too, so that
+// their caches are as warm as the leader's.
+func (w *Watcher) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable: it watches the CRDs (or falls back
+// to asking every Fallback), queues one check of every followed API and
+// runs the checks until ctx is done.
+func (w *Watcher) Start(ctx context.Context) error {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "served"})
+	w.mu.Lock()
+	w.queue = q
+	w.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+
+	store, err := w.watch(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	fallback := w.Fallback
+	if fallback == 0 {
+		fallback = DefaultFallback
+	}
+	if err != nil {
+		w.Log.Info("Cannot watch CustomResourceDefinitions; asking discovery about the optional APIs every interval instead",
+			"interval", fallback.String(), "error", err.Error())
+	}
+	w.mu.Lock()
+	w.store = store
+	w.started = true
+	for name := range w.follows {
+		q.Add(name)
+	}
+	w.mu.Unlock()
+	if store == nil {
+		go w.poll(ctx, fallback)
+	}
+	for w.next(ctx) {
+	}
+	return nil
+}
+
+// watch starts the CRD informer and returns its store once it has
+// synced, or an error if CRDs cannot be listed.
+func (w *Watcher) watch(ctx context.Context) (toolscache.Store, error) {
+	// One cheap list first: a forbidden list would otherwise be retried
+	// by the informer forever, in silence.
+	if _, err := w.crds.Resource(CRDs).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return nil, fmt.Errorf("list %s: %w", CRDs.GroupResource(), err)
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(w.crds, CRDs, metav1.NamespaceAll, 0, toolscache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(slim); err != nil {
+		return nil, fmt.Errorf("slim %s: %w", CRDs.GroupResource(), err)
+	}
+	// The CRDs of the initial list are looked at by the initial checks.
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				w.changed(obj)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if metaOf(old).GetResourceVersion() != metaOf(obj).GetResourceVersion() {
+				w.changed(obj)
+			}
+		},
+		DeleteFunc: w.changed,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", CRDs.GroupResource(), err)
+	}
+	// The informer runs until ctx is done, or stops here if it cannot
+	// list in time.
+	stop := make(chan struct{})
+	var once sync.Once
+	stopInformer := func() { once.Do(func() { close(stop) }) }
+	context.AfterFunc(ctx, stopInformer)
+	go inf.Run(stop)
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		stopInformer()
+		return nil, fmt.Errorf("list %s: not synced after %s", CRDs.GroupResource(), syncTimeout)
+	}
+	return inf.GetStore(), nil
+}
+
+// poll queues a check of every followed API every interval.
+func (w *Watcher) poll(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		for name := range w.follows {
+			w.queue.Add(name)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// changed queues a check of the API whose CRD obj is, if it is followed,
+// with a fresh backoff.
+func (w *Watcher) changed(obj any) {
+	name := metaOf(obj).GetName()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.follows[name]; !ok {
+		return
+	}
+	w.queue.Forget(name)
+	w.queue.Add(name)
+}
+
+// next runs the next queued check; false once the queue is shut down.
+func (w *Watcher) next(ctx context.Context) bool {
+	name, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(name)
+	w.check(ctx, name)
+	return true
+}
+
+// check asks discovery about the API whose CRD is name, tells its
+// followers, and queues the checks that follow: again with backoff while
+// the answer does not match the CRD, and when a follower asks.
+func (w *Watcher) check(ctx context.Context, name string) {
+	w.mu.Lock()
+	f := w.follows[name]
+	fns := append([]Func(nil), f.fns...)
+	store := w.store
+	w.mu.Unlock()
+	a := w.ask(f.api)
+	var again time.Duration
+	for _, fn := range fns {
+		if d := fn(ctx, a); d > 0 && (again == 0 || d < again) {
+			again = d
+		}
+	}
+	switch {
+	case !a.Known:
+		// Discovery failed: ask again, as long as it fails.
+		w.queue.AddRateLimited(name)
+	case store != nil && a.Served != defined(store, name) && w.queue.NumRequeues(name) < maxRetries:
+		// Discovery does not agree with the CRD yet.
+		w.queue.AddRateLimited(name)
+	default:
+		w.queue.Forget(name)
+	}
+	if again > 0 {
+		w.queue.AddAfter(name, again)
+	}
+}
+
+// ask asks the discovery API whether api is served.
+func (w *Watcher) ask(api API) Answer { return Ask(w.discovery, api, w.Log) }
+
+// Ask asks the discovery API whether api is served, with one call; a
+// failure is logged at V(1).
+func Ask(d discovery.DiscoveryInterface, api API, log logr.Logger) Answer {
+	list, err := d.ServerResourcesForGroupVersion(api.GroupVersion)
+	if apierrors.IsNotFound(err) {
+		return Answer{Known: true}
+	}
+	if err != nil {
+		log.V(1).Info("Cannot tell whether an API is served", "apiVersion", api.GroupVersion, "resource", api.Resource, "error", err.Error())
+		return Answer{}
+	}
+	for _, r := range list.APIResources {
+		if r.Name == api.Resource {
+			return Answer{Served: true, Known: true}
+		}
+	}
+	return Answer{Known: true}
+}
+
+// defined tells whether the CRD name exists and is not being deleted: the
+// API should then be served, soon if not yet.
+func defined(store toolscache.Store, name string) bool {
+	obj, ok, err := store.GetByKey(name)
+	return err == nil && ok && metaOf(obj).GetDeletionTimestamp() == nil
+}
+
+// slim keeps of a CRD what the Watcher reads: its name, resource version
+// and deletion timestamp (a CRD's annotations may hold its whole schema,
+// as kubectl's last-applied configuration).
+func slim(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, DeletionTimestamp: m.DeletionTimestamp,
+	}}, nil
+}
+
+// metaOf returns the object metadata of an informer's object, or of the
+// last state of a deleted one.
+func metaOf(obj any) metav1.Object {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		return m
+	}
+	return &metav1.ObjectMeta{}
+}
