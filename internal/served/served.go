@@ -183,7 +183,13 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if fallback == 0 {
 		fallback = DefaultFallback
 	}
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err):
+		// Expected where RBAC grants nothing cluster-wide: said once,
+		// plainly, not as a refusal.
+		w.Log.Info("Not allowed to watch CustomResourceDefinitions; asking discovery about the optional APIs every interval instead",
+			"interval", fallback.String())
+	case err != nil:
 		w.Log.Info("Cannot watch CustomResourceDefinitions; asking discovery about the optional APIs every interval instead",
 			"interval", fallback.String(), "error", err.Error())
 	}

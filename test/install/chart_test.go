@@ -59,6 +59,8 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).To(HaveKeyWithValue("LOCK_BACKEND", "lease"))
 			g.Expect(envOf(d)).NotTo(HaveKey("NAMESPACES"))
 			g.Expect(rules(g, objs, "ClusterRole")).NotTo(ContainElement("batch/jobs: create"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("apiextensions.k8s.io/customresourcedefinitions: get,list,watch"),
+				"the CRDs are watched to follow the optional APIs")
 			g.Expect(rules(g, objs, "Role")).To(ContainElement("coordination.k8s.io/leases/[tpl-watcher]: get,update"))
 		}},
 		{"namespaced", []string{"-f", ex("namespaced.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {

@@ -43,6 +43,7 @@ func TestRBAC(t *testing.T) {
 				{"create", "events.events.k8s.io", "-n", "apps-x"},
 				{"get", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"}, // the settings it publishes
+				{"watch", "customresourcedefinitions.apiextensions.k8s.io"},  // to follow the optional APIs
 			},
 			cannot: [][]string{
 				{"update", "secrets", "-n", "apps-x"},
@@ -60,6 +61,8 @@ func TestRBAC(t *testing.T) {
 				{"delete", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"create", "pods/exec", "-n", "apps-x"},
 				{"patch", "nodes"},
+				{"update", "customresourcedefinitions.apiextensions.k8s.io"},
+				{"delete", "customresourcedefinitions.apiextensions.k8s.io"},
 			},
 		},
 		{
@@ -94,6 +97,9 @@ func TestRBAC(t *testing.T) {
 				{"get", "secrets/other", "-n", "alerts-n"},
 				{"list", "secrets", "-n", "alerts-n"},
 				{"update", "secrets/hook", "-n", "alerts-n"},
+				// Nothing cluster-wide: the optional APIs are looked up in
+				// discovery every minute instead.
+				{"list", "customresourcedefinitions.apiextensions.k8s.io"},
 			},
 		},
 	} {
