@@ -20,6 +20,7 @@ import (
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -232,5 +233,49 @@ func TestSlim(t *testing.T) {
 	if out[0].ManagedFields != nil || !same(a[0].Selector, a[1].Selector) || !same(a[0].Selector, b[0].Selector) ||
 		same(a[0].Selector, a[2].Selector) || a[2].Selector.MatchLabels["tier"] != "b" {
 		t.Errorf("slim: managed fields %v; tier=a maps shared within and across policies, tier=b apart: %v", out[0].ManagedFields, a)
+	}
+}
+
+// TestAnswerAsksAgainToConfirm: followed through served.Watcher, the CRD's
+// absence is confirmed by a second answer that the watcher asks for:
+// after the first answer without the CRD it keeps the policies and asks
+// again once Confirm has passed; that answer switches them off. A CRD back
+// in between asks nothing more.
+func TestAnswerAsksAgainToConfirm(t *testing.T) {
+	rc, err := rest.RESTClientFor(&rest.Config{Host: "http://127.0.0.1:1", APIPath: "/apis",
+		ContentConfig: rest.ContentConfig{GroupVersion: &v1alpha1.GroupVersion, NegotiatedSerializer: noSerializer()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	w := &Watcher{Index: NewIndex(), Store: &stubStore{}, Log: logr.Discard(), rest: rc, Confirm: 10 * time.Second,
+		now: func() time.Time { return clock }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	servedNow, absent := served.Answer{Served: true, Known: true}, served.Answer{Known: true}
+
+	if again := w.answer(ctx, absent); again != 0 || w.On() || !w.Synced() {
+		t.Fatalf("without the CRD at start: again %s, on %v, synced %v; want 0, off, synced", again, w.On(), w.Synced())
+	}
+	if again := w.answer(ctx, servedNow); again != 0 || !w.On() {
+		t.Fatalf("CRD served: again %s, on %v", again, w.On())
+	}
+	// A blip: kept, asked again; the CRD is back before that.
+	if again := w.answer(ctx, absent); again != 10*time.Second+confirmSlack || !w.On() {
+		t.Fatalf("first answer without the CRD: again %s, on %v; want %s, on", again, w.On(), 10*time.Second+confirmSlack)
+	}
+	clock = clock.Add(3 * time.Second)
+	if again := w.answer(ctx, servedNow); again != 0 || !w.On() {
+		t.Fatalf("CRD back: again %s, on %v", again, w.On())
+	}
+	// Gone for good: the answer asked for switches the policies off.
+	again := w.answer(ctx, absent)
+	clock = clock.Add(4 * time.Second)
+	if again2 := w.answer(ctx, absent); again2 != again-4*time.Second || !w.On() {
+		t.Fatalf("second answer before Confirm: again %s (first %s), on %v; want the rest of Confirm, on", again2, again, w.On())
+	}
+	clock = clock.Add(again - 4*time.Second)
+	if again := w.answer(ctx, absent); again != 0 || w.On() {
+		t.Fatalf("answer at the time asked: again %s, on %v; want 0, off", again, w.On())
 	}
 }
