@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -42,7 +41,8 @@ func Scheme() (*runtime.Scheme, error) {
 // and acts on each answer as next says. One answer without the
 // CRD (an API server restarting, an aggregated-discovery hiccup) changes
 // nothing: the policies are switched off only once every answer for
-// Confirm (two at least) said the CRD is not served. Meanwhile the
+// Confirm (two at least) said the CRD is not served; after the first, the
+// watcher asks Served for another once Confirm has passed. Meanwhile the
 // informers keep what they hold (a relist that fails keeps the cache), so
 // windows still hold, dryRun targets are still not written, and the
 // references policies add are kept. (A CRD really deleted has its
@@ -66,8 +66,7 @@ type Watcher struct {
 	// now reads the clock; nil: time.Now.
 	now func() time.Time
 
-	rest      rest.Interface
-	discovery discovery.DiscoveryInterface
+	rest rest.Interface
 
 	mu   sync.Mutex
 	infs []toolscache.SharedIndexInformer
@@ -164,11 +163,7 @@ func NewWatcher(cfg *rest.Config, ix *Index, st Workloads, namespaces []string, 
 	if err != nil {
 		return nil, fmt.Errorf("create client of %s: %w", v1alpha1.GroupVersion, err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create discovery client: %w", err)
-	}
-	return &Watcher{Index: ix, Store: st, Namespaces: namespaces, Log: log, rest: rc, discovery: dc}, nil
+	return &Watcher{Index: ix, Store: st, Namespaces: namespaces, Log: log, rest: rc}, nil
 }
 
 // OnChange sets the function called with each changed policy
@@ -217,12 +212,6 @@ func (w *Watcher) On() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stop != nil
-}
-
-// check asks the discovery API whether the CRD is served and acts on the
-// answer.
-func (w *Watcher) check(ctx context.Context) {
-	w.answer(ctx, w.ask())
 }
 
 // answer starts or stops the informers as the CRD comes and goes (see
@@ -274,10 +263,6 @@ const confirmSlack = 100 * time.Millisecond
 
 // api is the ReloadPolicy API, as Served follows it.
 var api = served.API{GroupVersion: v1alpha1.GroupVersion.String(), Resource: Resource}
-
-// ask asks the discovery API whether the API server serves
-// ReloadPolicies.
-func (w *Watcher) ask() served.Answer { return served.Ask(w.discovery, api, w.Log) }
 
 // on starts one informer per watched namespace.
 func (w *Watcher) on(ctx context.Context) {

@@ -14,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -64,7 +62,7 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 		defer mu.Unlock()
 		logged = append(logged, args)
 	}, funcr.Options{})
-	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	ans := served.Answer{Known: true} // the CRD not served
 	rc, err := rest.RESTClientFor(&rest.Config{Host: "http://127.0.0.1:1", APIPath: "/apis",
 		ContentConfig: rest.ContentConfig{GroupVersion: &v1alpha1.GroupVersion, NegotiatedSerializer: noSerializer()}})
 	if err != nil {
@@ -72,7 +70,7 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	}
 	st := &stubStore{}
 	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
-	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, discovery: disc, now: func() time.Time { return clock }}
+	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, now: func() time.Time { return clock }}
 	var changed []string
 	w.OnChange(func(p string, keys []workload.Key) {
 		for _, k := range keys {
@@ -96,15 +94,14 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	if w.Synced() {
 		t.Fatal("synced before discovery answered")
 	}
-	w.check(ctx)
-	w.check(ctx)
+	w.answer(ctx, ans)
+	w.answer(ctx, ans)
 	if n := off(); n != 1 || w.On() || !w.Synced() {
 		t.Fatalf("without the CRD: said %d times, on %v, synced %v", n, w.On(), w.Synced())
 	}
 
-	served := []*metav1.APIResourceList{{GroupVersion: v1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: Resource, Namespaced: true, Kind: "ReloadPolicy"}}}}
-	disc.Resources = served
-	w.check(ctx)
+	ans = served.Answer{Served: true, Known: true}
+	w.answer(ctx, ans)
 	if !w.On() {
 		t.Fatal("the CRD is served: informers not started")
 	}
@@ -131,25 +128,25 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	}
 
 	// A blip: one answer without the CRD, then served again.
-	disc.Resources = nil
-	w.check(ctx)
+	ans = served.Answer{Known: true}
+	w.answer(ctx, ans)
 	if hold, dry := holds(); !w.On() || !hold || !dry || len(changed) != 1 {
 		t.Fatalf("after one answer without the CRD: on %v, hold %v, dry run %v, changed %v; want all kept", w.On(), hold, dry, changed)
 	}
-	disc.Resources = served
+	ans = served.Answer{Served: true, Known: true}
 	clock = clock.Add(DefaultConfirm)
-	w.check(ctx)
+	w.answer(ctx, ans)
 
 	// Gone for good: kept until the absence has lasted DefaultConfirm.
-	disc.Resources = nil
-	w.check(ctx)
+	ans = served.Answer{Known: true}
+	w.answer(ctx, ans)
 	clock = clock.Add(DefaultConfirm - time.Second)
-	w.check(ctx)
+	w.answer(ctx, ans)
 	if hold, dry := holds(); !w.On() || !hold || !dry {
 		t.Fatalf("absent for %s: on %v, hold %v, dry run %v; want all kept", DefaultConfirm-time.Second, w.On(), hold, dry)
 	}
 	clock = clock.Add(time.Second)
-	w.check(ctx)
+	w.answer(ctx, ans)
 	if w.On() || len(w.Index.In("shop")) != 0 {
 		t.Fatalf("the CRD is gone: on %v, policies %v", w.On(), w.Index.In("shop"))
 	}

@@ -50,6 +50,10 @@ const DefaultFallback = time.Minute
 // it, the Watcher falls back to asking discovery every Fallback.
 const syncTimeout = 30 * time.Second
 
+// probeTries is how many times CRDs are listed before the Watcher falls
+// back, unless the list is forbidden or not found.
+const probeTries = 3
+
 // Backoff of the checks that follow a CRD event while discovery does not
 // agree with the CRD yet: 250ms, 500ms, 1s, 2s, 4s, 4s.
 const (
@@ -166,7 +170,7 @@ func (w *Watcher) NeedLeaderElection() bool { return false }
 func (w *Watcher) Start(ctx context.Context) error {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "served"})
+		workqueue.TypedRateLimitingQueueConfig[string]{}) // unnamed: no metrics, however many Watchers a process runs
 	w.mu.Lock()
 	w.queue = q
 	w.mu.Unlock()
@@ -212,9 +216,21 @@ func (w *Watcher) Start(ctx context.Context) error {
 // synced, or an error if CRDs cannot be listed.
 func (w *Watcher) watch(ctx context.Context) (toolscache.Store, error) {
 	// One cheap list first: a forbidden list would otherwise be retried
-	// by the informer forever, in silence.
-	if _, err := w.crds.Resource(CRDs).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return nil, fmt.Errorf("list %s: %w", CRDs.GroupResource(), err)
+	// by the informer forever, in silence. Another failure (an API server
+	// not answering yet) is tried again twice.
+	for try := 1; ; try++ {
+		_, err := w.crds.Resource(CRDs).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			break
+		}
+		if try == probeTries || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return nil, fmt.Errorf("list %s: %w", CRDs.GroupResource(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(try) * time.Second):
+		}
 	}
 	inf := metadatainformer.NewFilteredMetadataInformer(w.crds, CRDs, metav1.NamespaceAll, 0, toolscache.Indexers{}, nil).Informer()
 	if err := inf.SetTransform(slim); err != nil {
