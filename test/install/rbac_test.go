@@ -42,8 +42,8 @@ func TestRBAC(t *testing.T) {
 				{"list", "secrets", "--all-namespaces"},
 				{"create", "events.events.k8s.io", "-n", "apps-x"},
 				{"get", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
-				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"}, // the settings it publishes
-				{"watch", "customresourcedefinitions.apiextensions.k8s.io"},  // to follow the optional APIs
+				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"},                    // the settings it publishes
+				{"watch", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"}, // to follow the optional APIs (cluster-scoped: no namespace)
 			},
 			cannot: [][]string{
 				{"update", "secrets", "-n", "apps-x"},
@@ -61,8 +61,8 @@ func TestRBAC(t *testing.T) {
 				{"delete", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
 				{"create", "pods/exec", "-n", "apps-x"},
 				{"patch", "nodes"},
-				{"update", "customresourcedefinitions.apiextensions.k8s.io"},
-				{"delete", "customresourcedefinitions.apiextensions.k8s.io"},
+				{"update", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
+				{"delete", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
 			},
 		},
 		{
@@ -99,7 +99,7 @@ func TestRBAC(t *testing.T) {
 				{"update", "secrets/hook", "-n", "alerts-n"},
 				// Nothing cluster-wide: the optional APIs are looked up in
 				// discovery every minute instead.
-				{"list", "customresourcedefinitions.apiextensions.k8s.io"},
+				{"list", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
 			},
 		},
 	} {
