@@ -59,8 +59,8 @@ type optionalKinds struct {
 func (o *optionalKinds) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: it follows every optional API until
-// ctx is done. The answers come from one goroutine, so Enable and Disable
-// are never called at once.
+// ctx is done. The answers about one API come one at a time, so its Enable
+// and Disable are never called at once.
 func (o *optionalKinds) Start(ctx context.Context) error {
 	for _, a := range o.apis {
 		o.served.Follow(served.API{GroupVersion: a.APIVersion(), Resource: a.Resource()},

@@ -94,8 +94,11 @@ type Answer struct {
 }
 
 // Func is told each answer about an API; it returns how long to wait
-// before asking again (0: not before the API's CRD changes). Funcs are
-// called from one goroutine.
+// before asking again (0: not before the API's CRD changes). The answers
+// about one API come one at a time; each API has its own goroutine, so
+// that a Func that blocks (an optional kind's Enable waits for the
+// controller, whose start may wait for another API's answer) holds up
+// no other API.
 type Func func(ctx context.Context, a Answer) (again time.Duration)
 
 // follow is one followed API and its followers.
@@ -119,9 +122,11 @@ type Watcher struct {
 	mu      sync.Mutex
 	follows map[string]*follow // by CRD name
 	queue   workqueue.TypedRateLimitingInterface[string]
-	// started: the initial checks are queued; a later Follow queues its
-	// own.
+	// started: the initial checks are queued and their workers run; a
+	// later Follow queues its own check (and starts a worker for a new
+	// API), with ctx, Start's.
 	started bool
+	ctx     context.Context
 	// store holds the CRDs while they are watched; nil: they are not
 	// (fallback).
 	store toolscache.Store
@@ -156,6 +161,9 @@ func (w *Watcher) Follow(api API, fn Func) {
 	}
 	f.fns = append(f.fns, fn)
 	if w.started {
+		if len(f.fns) == 1 {
+			go w.work(w.ctx)
+		}
 		w.queue.Add(name)
 	}
 }
@@ -200,16 +208,24 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.store = store
 	w.started = true
+	w.ctx = ctx
 	for name := range w.follows {
+		go w.work(ctx)
 		q.Add(name)
 	}
 	w.mu.Unlock()
 	if store == nil {
 		go w.poll(ctx, fallback)
 	}
+	<-ctx.Done()
+	return nil
+}
+
+// work runs the queued checks until the queue is shut down; there is one
+// per followed API (see Func).
+func (w *Watcher) work(ctx context.Context) {
 	for w.next(ctx) {
 	}
-	return nil
 }
 
 // watch starts the CRD informer and returns its store once it has

@@ -226,3 +226,30 @@ func TestCRD(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedFollower: a follower that blocks until another API is
+// answered (an optional kind's Enable waits for the controller, which
+// waits for the ReloadPolicy answer) holds up no other API.
+func TestBlockedFollower(t *testing.T) {
+	g := NewWithT(t)
+	disc := newDiscovery()
+	disc.set(true, false)
+	w := &Watcher{Log: logr.Discard(), crds: newMetadata(), discovery: disc}
+	policies := make(chan struct{})
+	var once sync.Once
+	enabled := make(chan struct{})
+	w.Follow(rollouts, func(context.Context, Answer) time.Duration {
+		select {
+		case <-policies:
+			close(enabled)
+		case <-time.After(5 * time.Second):
+		}
+		return 0
+	})
+	w.Follow(API{GroupVersion: "watcher.dev/v1alpha1", Resource: "reloadpolicies"}, func(context.Context, Answer) time.Duration {
+		once.Do(func() { close(policies) })
+		return 0
+	})
+	start(t, w)
+	g.Eventually(enabled, 3*time.Second).Should(BeClosed(), "the blocked follower was let go by the other API's answer")
+}
