@@ -73,7 +73,8 @@ func discoveryCalls(reqs []string) []string {
 // request at all for 10s: the optional APIs (Argo Rollouts, SealedSecrets,
 // ReloadPolicies) are followed through a watch of their CRDs, not by asking
 // discovery every few seconds. The Rollout CRD installed then is picked up
-// within seconds, with a few discovery calls.
+// within seconds, with a few discovery calls; removed, Rollouts are no
+// longer watched and watcher is idle again.
 //
 // Not parallel: the Rollout CRD is cluster-wide.
 func TestNoIdlePolling(t *testing.T) {
@@ -108,4 +109,17 @@ func TestNoIdlePolling(t *testing.T) {
 	t.Logf("Rollout adopted %s after the CRD was created; discovery calls: %v", took.Round(time.Millisecond), discoveryCalls(reqs.since(n)))
 	g.Expect(took).To(BeNumerically("<", 10*time.Second), "the Rollout CRD picked up through the CRD watch")
 	g.Expect(len(discoveryCalls(reqs.since(n)))).To(BeNumerically("<=", 8), "discovery calls after the CRD was created")
+
+	// The CRD removed: the Rollout informers stop (they would otherwise
+	// retry their list and watch, refused), and watcher is idle again.
+	if err := k8s.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy())
+	}, wait, 100*time.Millisecond).Should(Satisfy(apierrors.IsNotFound), "the CRD deleted")
+	time.Sleep(3 * time.Second)
+	n = reqs.len()
+	time.Sleep(5 * time.Second)
+	g.Expect(reqs.since(n)).To(BeEmpty(), "requests after the CRD went")
 }
