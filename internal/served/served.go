@@ -142,7 +142,13 @@ func New(cfg *rest.Config, log logr.Logger) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}
-	return &Watcher{Log: log, crds: mc, discovery: dc}, nil
+	return NewWith(mc, dc, log), nil
+}
+
+// NewWith returns a Watcher that watches CRDs with crds and asks d: for
+// tests, with client-go's fakes.
+func NewWith(crds metadata.Interface, d discovery.DiscoveryInterface, log logr.Logger) *Watcher {
+	return &Watcher{Log: log, crds: crds, discovery: d}
 }
 
 // Follow calls fn with each answer about api: once at start (or at once,
