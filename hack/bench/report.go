@@ -51,6 +51,12 @@ type report struct {
 	// ListsAfterStartup are the requests of Requests that list (LIST or
 	// watch-list) after the start-up phase; none is the goal.
 	ListsAfterStartup []string `json:"listsAfterStartup"`
+	// IdleRequestsPerMinute are the requests of the idle phase (of
+	// IdlePhase, its length) per minute, Lease requests left out; the run
+	// has one controller, so it is per replica. 0 is the goal: nothing is
+	// polled.
+	IdleRequestsPerMinute float64 `json:"idleRequestsPerMinute"`
+	IdlePhase             seconds `json:"idlePhaseSeconds"`
 
 	Correctness correctness `json:"correctness"`
 
@@ -111,6 +117,29 @@ func listsAfterStartup(counts requestCounts) []string {
 	return lists
 }
 
+// idleRate returns the requests of the idle phase per minute, Lease
+// requests left out (a replica renews its Lease every few seconds whatever
+// it does), and the idle phase's length: from its start to the next
+// phase's. Both are 0 without such a phase.
+func idleRate(counts requestCounts, phases []phase) (float64, time.Duration) {
+	var d time.Duration
+	for i, p := range phases {
+		if p.Name == phaseIdle && i+1 < len(phases) {
+			d = phases[i+1].Start.Sub(p.Start)
+		}
+	}
+	if d <= 0 {
+		return 0, 0
+	}
+	n := 0
+	for req, c := range counts[phaseIdle] {
+		if !strings.HasSuffix(req, " leases") {
+			n += c
+		}
+	}
+	return float64(n) / d.Minutes(), d
+}
+
 // writeTable writes r for people.
 func (r *report) writeTable(w io.Writer) error {
 	s := r.Scenario
@@ -147,6 +176,7 @@ func (r *report) writeTable(w io.Writer) error {
 		p("  %s\t%d\t%d\t%d\t%.2f", req, r.Requests[phaseStartup][req], r.Requests[phaseIdle][req],
 			n, float64(n)/float64(s.Changes))
 	}
+	p("  idle, per minute, Leases left out\t\t%.1f\t\t(idle phase %.1f s)", r.IdleRequestsPerMinute, r.IdlePhase)
 	if len(r.ListsAfterStartup) == 0 {
 		p("  LIST after start-up\tnone")
 	} else {

@@ -304,6 +304,8 @@ func (b *bench) analyse(made []applied, from, to time.Time) error {
 		return err
 	}
 	b.r.ListsAfterStartup = listsAfterStartup(b.r.Requests)
+	rate, idle := idleRate(b.r.Requests, b.phases)
+	b.r.IdleRequestsPerMinute, b.r.IdlePhase = rate, toSeconds(idle)
 	return nil
 }
 

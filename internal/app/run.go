@@ -31,6 +31,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 )
@@ -76,10 +77,16 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		return err
 	}
 	lease := o.Lock == options.LockLease
+	// One watch of the CRDs says when the optional APIs are served.
+	crds, err := served.New(cfg, log.WithName("served"))
+	if err != nil {
+		return err
+	}
 	pw, err := policy.NewWatcher(cfg, policies, st, o.Namespaces, log.WithName("policies"))
 	if err != nil {
 		return err
 	}
+	pw.Served = crds
 	status, err := policy.NewStatusWriter(cfg, pw, lease, log.WithName("policy-status"))
 	if err != nil {
 		return err
@@ -129,6 +136,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
 		SealedSecrets:      sealedSecrets,
+		Served:             crds,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Own: []object.Ref{
 			{Kind: "ConfigMap", Namespace: o.OwnNamespace(), Name: settings.ConfigMapName(o.Lease.Name)},
@@ -147,6 +155,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	monitor := &lockMonitor{locker: locker, interval: 2 * time.Second, log: log}
 	if err := errors.Join(
 		mgr.Add(st),
+		mgr.Add(crds),
 		mgr.Add(pw),
 		mgr.Add(status),
 		mgr.Add(guard),

@@ -6,15 +6,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -37,8 +35,9 @@ type optionalAPI interface {
 
 // optionalKinds watches the optional APIs (custom resources such as Argo's
 // Rollout or Bitnami's SealedSecret) only while the API server serves
-// them, without a restart of watcher. Every interval it asks the discovery
-// API whether each one is served:
+// them, without a restart of watcher. It follows each one through
+// package served (a watch of their CRDs: discovery is asked at start and
+// when a CRD changes, not every few seconds) and acts on each answer:
 //
 //	served  enabled  action
 //	yes     no       Enable: for a workload kind, the store starts the
@@ -51,58 +50,48 @@ type optionalAPI interface {
 // It runs on every replica, like the store, so that a standby's caches are
 // as warm as the leader's.
 type optionalKinds struct {
-	apis      []optionalAPI
-	discovery discovery.DiscoveryInterface
-	interval  time.Duration
-	log       logr.Logger
+	apis   []optionalAPI
+	served *served.Watcher
+	log    logr.Logger
 }
 
 // NeedLeaderElection is false: see optionalKinds.
 func (o *optionalKinds) NeedLeaderElection() bool { return false }
 
-// Start implements manager.Runnable: it looks at once, then every interval.
+// Start implements manager.Runnable: it follows every optional API until
+// ctx is done. The answers about one API come one at a time, so its Enable
+// and Disable are never called at once.
 func (o *optionalKinds) Start(ctx context.Context) error {
-	wait.UntilWithContext(ctx, o.check, o.interval)
+	for _, a := range o.apis {
+		o.served.Follow(served.API{GroupVersion: a.APIVersion(), Resource: a.Resource()},
+			func(ctx context.Context, ans served.Answer) time.Duration {
+				return o.apply(ctx, a, ans)
+			})
+	}
+	<-ctx.Done()
 	return nil
 }
 
-// check enables the optional APIs that are served and disables those
-// that are not.
-func (o *optionalKinds) check(ctx context.Context) {
-	for _, a := range o.apis {
-		served, known := o.served(a)
-		switch {
-		case !known:
-		case served && !a.Enabled():
-			if err := a.Enable(ctx); err != nil {
-				o.log.Error(err, "Cannot watch kind", "kind", a.Name())
-				continue
-			}
-			o.log.Info("Kind served; watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
-		case !served && a.Enabled():
-			a.Disable()
-			o.log.Info("Kind no longer served; stopped watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
-		}
-	}
-}
+// retryEnable is how long to wait before asking again about an API that
+// could not be enabled.
+const retryEnable = 10 * time.Second
 
-// served tells whether the API server serves a; known is false when
-// discovery failed for another reason than the group version's absence.
-func (o *optionalKinds) served(a optionalAPI) (served, known bool) {
-	list, err := o.discovery.ServerResourcesForGroupVersion(a.APIVersion())
-	if apierrors.IsNotFound(err) {
-		return false, true
-	}
-	if err != nil {
-		o.log.V(1).Info("Cannot tell whether kind is served", "kind", a.Name(), "error", err.Error())
-		return false, false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == a.Resource() {
-			return true, true
+// apply enables a if it is served and disables it if it is not; it
+// returns how long to wait before asking again (see served.Func).
+func (o *optionalKinds) apply(ctx context.Context, a optionalAPI, ans served.Answer) time.Duration {
+	switch {
+	case !ans.Known:
+	case ans.Served && !a.Enabled():
+		if err := a.Enable(ctx); err != nil {
+			o.log.Error(err, "Cannot watch kind", "kind", a.Name())
+			return retryEnable
 		}
+		o.log.Info("Kind served; watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
+	case !ans.Served && a.Enabled():
+		a.Disable()
+		o.log.Info("Kind no longer served; stopped watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
 	}
-	return false, true
+	return 0
 }
 
 // optionalWorkload is an optional workload kind, kept in the store; its

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -42,6 +41,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/sealed"
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/trigger"
@@ -109,9 +109,9 @@ type Config struct {
 	Resolver *resolve.Resolver
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
-	// KindInterval is how often the discovery API is asked whether the
-	// optional kinds (custom resources) are served; 0: 2s.
-	KindInterval time.Duration
+	// Served follows the CRDs of the optional kinds (custom resources) and
+	// says when they are served; nil: Setup adds one of its own to mgr.
+	Served *served.Watcher
 	// HeldRetry is how long to wait before looking again at a change whose
 	// lock another replica holds.
 	HeldRetry time.Duration
@@ -225,12 +225,13 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			return fmt.Errorf("add pending locks: %w", err)
 		}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("create discovery client: %w", err)
-	}
-	if cfg.KindInterval == 0 {
-		cfg.KindInterval = 2 * time.Second
+	if cfg.Served == nil {
+		if cfg.Served, err = served.New(mgr.GetConfig(), mgr.GetLogger().WithName("served")); err != nil {
+			return err
+		}
+		if err := mgr.Add(cfg.Served); err != nil {
+			return fmt.Errorf("add served: %w", err)
+		}
 	}
 	var apis []optionalAPI
 	for _, k := range workload.Kinds {
@@ -245,8 +246,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		apis = append(apis, sealed.NewWatcher(*so))
 	}
 	return mgr.Add(&optionalKinds{
-		apis: apis, discovery: dc, interval: cfg.KindInterval,
-		log: mgr.GetLogger().WithName("kinds"),
+		apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds"),
 	})
 }
 

@@ -2,24 +2,23 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -37,11 +36,13 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Watcher keeps Index in line with the ReloadPolicies of the watched
 // namespaces, through an informer that runs only while the API server
-// serves the CRD: it asks the discovery API every Interval, like the
-// optional workload kinds, and acts as next says. One answer without the
+// serves the CRD: it follows the CRD through Served, like the optional
+// workload kinds (discovery is asked at start and when the CRD changes),
+// and acts on each answer as next says. One answer without the
 // CRD (an API server restarting, an aggregated-discovery hiccup) changes
 // nothing: the policies are switched off only once every answer for
-// Confirm (two at least) said the CRD is not served. Meanwhile the
+// Confirm (two at least) said the CRD is not served; after the first, the
+// watcher asks Served for another once Confirm has passed. Meanwhile the
 // informers keep what they hold (a relist that fails keeps the cache), so
 // windows still hold, dryRun targets are still not written, and the
 // references policies add are kept. (A CRD really deleted has its
@@ -56,8 +57,8 @@ type Watcher struct {
 	Store Workloads
 	// Namespaces are the watched namespaces; empty: all.
 	Namespaces []string
-	// Interval between discovery calls; 0: 2s.
-	Interval time.Duration
+	// Served follows the CRD; Start needs it.
+	Served *served.Watcher
 	// Confirm is how long the CRD must be seen not served before the
 	// policies are switched off; 0: DefaultConfirm.
 	Confirm time.Duration
@@ -65,8 +66,7 @@ type Watcher struct {
 	// now reads the clock; nil: time.Now.
 	now func() time.Time
 
-	rest      rest.Interface
-	discovery discovery.DiscoveryInterface
+	rest rest.Interface
 
 	mu   sync.Mutex
 	infs []toolscache.SharedIndexInformer
@@ -163,11 +163,7 @@ func NewWatcher(cfg *rest.Config, ix *Index, st Workloads, namespaces []string, 
 	if err != nil {
 		return nil, fmt.Errorf("create client of %s: %w", v1alpha1.GroupVersion, err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create discovery client: %w", err)
-	}
-	return &Watcher{Index: ix, Store: st, Namespaces: namespaces, Log: log, rest: rc, discovery: dc}, nil
+	return &Watcher{Index: ix, Store: st, Namespaces: namespaces, Log: log, rest: rc}, nil
 }
 
 // OnChange sets the function called with each changed policy
@@ -182,13 +178,14 @@ func (w *Watcher) OnChange(f func(policy string, workloads []workload.Key)) {
 // NeedLeaderElection is false: see Watcher.
 func (w *Watcher) NeedLeaderElection() bool { return false }
 
-// Start implements manager.Runnable.
+// Start implements manager.Runnable: it follows the CRD until ctx is
+// done, then releases every policy.
 func (w *Watcher) Start(ctx context.Context) error {
-	interval := w.Interval
-	if interval == 0 {
-		interval = 2 * time.Second
+	if w.Served == nil {
+		return errors.New("policy watcher: no served.Watcher to follow the CRD")
 	}
-	wait.UntilWithContext(ctx, w.check, interval)
+	w.Served.Follow(api, w.answer)
+	<-ctx.Done()
 	w.off()
 	return nil
 }
@@ -217,10 +214,11 @@ func (w *Watcher) On() bool {
 	return w.stop != nil
 }
 
-// check starts or stops the informers as the CRD comes and goes (see
-// next).
-func (w *Watcher) check(ctx context.Context) {
-	served, known := w.served()
+// answer starts or stops the informers as the CRD comes and goes (see
+// next); while an absence waits to be confirmed, it returns how long
+// until the answer that may confirm it.
+func (w *Watcher) answer(ctx context.Context, a served.Answer) (again time.Duration) {
+	isServed, known := a.Served, a.Known
 	now := time.Now()
 	if w.now != nil {
 		now = w.now()
@@ -231,7 +229,7 @@ func (w *Watcher) check(ctx context.Context) {
 	}
 	on := w.On()
 	since := w.absent.since
-	act, absent := next(answer{served: served, known: known, on: on, now: now}, w.absent, confirm)
+	act, absent := next(answer{served: isServed, known: known, on: on, now: now}, w.absent, confirm)
 	w.absent = absent
 	switch act {
 	case actStart:
@@ -244,38 +242,27 @@ func (w *Watcher) check(ctx context.Context) {
 		if absent.answers == 1 {
 			w.Log.Info("ReloadPolicy CRD not served; policies kept until its absence is confirmed", "confirm", confirm.String())
 		}
+		again = max(absent.since.Add(confirm).Sub(now), 0) + confirmSlack
 	case actKeep:
-		if !on && !served && known && !w.said {
+		if !on && !isServed && known && !w.said {
 			w.Log.Info("ReloadPolicy CRD not installed; policies are off until it is", "apiVersion", v1alpha1.GroupVersion.String())
 			w.said = true
 		}
 	}
-	if !known {
-		return
+	if known {
+		w.mu.Lock()
+		w.checked = true
+		w.mu.Unlock()
 	}
-	w.mu.Lock()
-	w.checked = true
-	w.mu.Unlock()
+	return again
 }
 
-// served tells whether the API server serves ReloadPolicies; known is
-// false when discovery failed for another reason than their absence.
-func (w *Watcher) served() (served, known bool) {
-	list, err := w.discovery.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, true
-	}
-	if err != nil {
-		w.Log.V(1).Info("Cannot tell whether ReloadPolicies are served", "error", err.Error())
-		return false, false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == Resource {
-			return true, true
-		}
-	}
-	return false, true
-}
+// confirmSlack is added to the wait for the answer that may confirm an
+// absence, so that it comes after Confirm has passed.
+const confirmSlack = 100 * time.Millisecond
+
+// api is the ReloadPolicy API, as Served follows it.
+var api = served.API{GroupVersion: v1alpha1.GroupVersion.String(), Resource: Resource}
 
 // on starts one informer per watched namespace.
 func (w *Watcher) on(ctx context.Context) {

@@ -14,12 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -63,7 +62,7 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 		defer mu.Unlock()
 		logged = append(logged, args)
 	}, funcr.Options{})
-	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	ans := served.Answer{Known: true} // the CRD not served
 	rc, err := rest.RESTClientFor(&rest.Config{Host: "http://127.0.0.1:1", APIPath: "/apis",
 		ContentConfig: rest.ContentConfig{GroupVersion: &v1alpha1.GroupVersion, NegotiatedSerializer: noSerializer()}})
 	if err != nil {
@@ -71,7 +70,7 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	}
 	st := &stubStore{}
 	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
-	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, discovery: disc, now: func() time.Time { return clock }}
+	w := &Watcher{Index: NewIndex(), Store: st, Log: log, rest: rc, now: func() time.Time { return clock }}
 	var changed []string
 	w.OnChange(func(p string, keys []workload.Key) {
 		for _, k := range keys {
@@ -95,15 +94,14 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	if w.Synced() {
 		t.Fatal("synced before discovery answered")
 	}
-	w.check(ctx)
-	w.check(ctx)
+	w.answer(ctx, ans)
+	w.answer(ctx, ans)
 	if n := off(); n != 1 || w.On() || !w.Synced() {
 		t.Fatalf("without the CRD: said %d times, on %v, synced %v", n, w.On(), w.Synced())
 	}
 
-	served := []*metav1.APIResourceList{{GroupVersion: v1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: Resource, Namespaced: true, Kind: "ReloadPolicy"}}}}
-	disc.Resources = served
-	w.check(ctx)
+	ans = served.Answer{Served: true, Known: true}
+	w.answer(ctx, ans)
 	if !w.On() {
 		t.Fatal("the CRD is served: informers not started")
 	}
@@ -130,25 +128,25 @@ func TestWatcherFollowsTheCRD(t *testing.T) {
 	}
 
 	// A blip: one answer without the CRD, then served again.
-	disc.Resources = nil
-	w.check(ctx)
+	ans = served.Answer{Known: true}
+	w.answer(ctx, ans)
 	if hold, dry := holds(); !w.On() || !hold || !dry || len(changed) != 1 {
 		t.Fatalf("after one answer without the CRD: on %v, hold %v, dry run %v, changed %v; want all kept", w.On(), hold, dry, changed)
 	}
-	disc.Resources = served
+	ans = served.Answer{Served: true, Known: true}
 	clock = clock.Add(DefaultConfirm)
-	w.check(ctx)
+	w.answer(ctx, ans)
 
 	// Gone for good: kept until the absence has lasted DefaultConfirm.
-	disc.Resources = nil
-	w.check(ctx)
+	ans = served.Answer{Known: true}
+	w.answer(ctx, ans)
 	clock = clock.Add(DefaultConfirm - time.Second)
-	w.check(ctx)
+	w.answer(ctx, ans)
 	if hold, dry := holds(); !w.On() || !hold || !dry {
 		t.Fatalf("absent for %s: on %v, hold %v, dry run %v; want all kept", DefaultConfirm-time.Second, w.On(), hold, dry)
 	}
 	clock = clock.Add(time.Second)
-	w.check(ctx)
+	w.answer(ctx, ans)
 	if w.On() || len(w.Index.In("shop")) != 0 {
 		t.Fatalf("the CRD is gone: on %v, policies %v", w.On(), w.Index.In("shop"))
 	}
@@ -232,5 +230,49 @@ func TestSlim(t *testing.T) {
 	if out[0].ManagedFields != nil || !same(a[0].Selector, a[1].Selector) || !same(a[0].Selector, b[0].Selector) ||
 		same(a[0].Selector, a[2].Selector) || a[2].Selector.MatchLabels["tier"] != "b" {
 		t.Errorf("slim: managed fields %v; tier=a maps shared within and across policies, tier=b apart: %v", out[0].ManagedFields, a)
+	}
+}
+
+// TestAnswerAsksAgainToConfirm: followed through served.Watcher, the CRD's
+// absence is confirmed by a second answer that the watcher asks for:
+// after the first answer without the CRD it keeps the policies and asks
+// again once Confirm has passed; that answer switches them off. A CRD back
+// in between asks nothing more.
+func TestAnswerAsksAgainToConfirm(t *testing.T) {
+	rc, err := rest.RESTClientFor(&rest.Config{Host: "http://127.0.0.1:1", APIPath: "/apis",
+		ContentConfig: rest.ContentConfig{GroupVersion: &v1alpha1.GroupVersion, NegotiatedSerializer: noSerializer()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	w := &Watcher{Index: NewIndex(), Store: &stubStore{}, Log: logr.Discard(), rest: rc, Confirm: 10 * time.Second,
+		now: func() time.Time { return clock }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	servedNow, absent := served.Answer{Served: true, Known: true}, served.Answer{Known: true}
+
+	if again := w.answer(ctx, absent); again != 0 || w.On() || !w.Synced() {
+		t.Fatalf("without the CRD at start: again %s, on %v, synced %v; want 0, off, synced", again, w.On(), w.Synced())
+	}
+	if again := w.answer(ctx, servedNow); again != 0 || !w.On() {
+		t.Fatalf("CRD served: again %s, on %v", again, w.On())
+	}
+	// A blip: kept, asked again; the CRD is back before that.
+	if again := w.answer(ctx, absent); again != 10*time.Second+confirmSlack || !w.On() {
+		t.Fatalf("first answer without the CRD: again %s, on %v; want %s, on", again, w.On(), 10*time.Second+confirmSlack)
+	}
+	clock = clock.Add(3 * time.Second)
+	if again := w.answer(ctx, servedNow); again != 0 || !w.On() {
+		t.Fatalf("CRD back: again %s, on %v", again, w.On())
+	}
+	// Gone for good: the answer asked for switches the policies off.
+	again := w.answer(ctx, absent)
+	clock = clock.Add(4 * time.Second)
+	if again2 := w.answer(ctx, absent); again2 != again-4*time.Second || !w.On() {
+		t.Fatalf("second answer before Confirm: again %s (first %s), on %v; want the rest of Confirm, on", again2, again, w.On())
+	}
+	clock = clock.Add(again - 4*time.Second)
+	if again := w.answer(ctx, absent); again != 0 || w.On() {
+		t.Fatalf("answer at the time asked: again %s, on %v; want 0, off", again, w.On())
 	}
 }

@@ -60,6 +60,8 @@ func TestTemplate(t *testing.T) {
 			g.Expect(envOf(d)).NotTo(HaveKey("NAMESPACES"))
 			// Opted-in Jobs are re-created (deleted, then created again).
 			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("batch/jobs: get,list,watch,patch,create,delete"))
+			g.Expect(rules(g, objs, "ClusterRole")).To(ContainElement("apiextensions.k8s.io/customresourcedefinitions: get,list,watch"),
+				"the CRDs are watched to follow the optional APIs")
 			g.Expect(rules(g, objs, "Role")).To(ContainElement("coordination.k8s.io/leases/[tpl-watcher]: get,update"))
 		}},
 		{"namespaced", []string{"-f", ex("namespaced.yaml")}, func(g Gomega, objs []*unstructured.Unstructured, d *appsv1.Deployment) {

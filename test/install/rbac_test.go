@@ -45,7 +45,8 @@ func TestRBAC(t *testing.T) {
 				{"list", "secrets", "--all-namespaces"},
 				{"create", "events.events.k8s.io", "-n", "apps-x"},
 				{"get", "secrets/rc-watcher-hash-key", "-n", "rbac-c"},
-				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"}, // the settings it publishes
+				{"update", "configmaps/rc-watcher-settings", "-n", "rbac-c"},                    // the settings it publishes
+				{"watch", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"}, // to follow the optional APIs (cluster-scoped: no namespace)
 			},
 			cannot: [][]string{
 				{"update", "secrets", "-n", "apps-x"},
@@ -65,6 +66,8 @@ func TestRBAC(t *testing.T) {
 				{"create", "pods/exec", "-n", "apps-x"},
 				{"patch", "nodes"},
 				{"list", "namespaces", "--all-namespaces"}, // no discovery.namespaceSelector
+				{"update", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
+				{"delete", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
 			},
 		},
 		{
@@ -108,6 +111,9 @@ func TestRBAC(t *testing.T) {
 				{"update", "secrets/hook", "-n", "alerts-n"},
 				{"get", "namespaces/apps-a", "--all-namespaces"},
 				{"update", "namespaces/apps-a", "--all-namespaces"},
+				// Nothing cluster-wide: the optional APIs are looked up in
+				// discovery every minute instead.
+				{"list", "customresourcedefinitions.apiextensions.k8s.io", "--all-namespaces"},
 			},
 		},
 	} {

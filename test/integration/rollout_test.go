@@ -159,7 +159,7 @@ func TestRollout(t *testing.T) {
 	g.Expect(errorsTotal(t)).To(Equal(errs), "watcher_errors_total before the CRD went (the workloadRef Rollout is no error)")
 	klogLines := len(klogs.Lines("rollouts"))
 	stayReady(t, addr)
-	time.Sleep(3 * time.Second) // a few discovery rounds
+	time.Sleep(3 * time.Second) // a while after the CRD went
 	stayReady(t, addr)
 	g.Expect(errorsTotal(t)).To(Equal(errs), "watcher_errors_total")
 	g.Expect(klogs.Lines("rollouts")).To(HaveLen(klogLines), "client-go keeps failing on rollouts:\n%s", klogs)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/watcher-dev/watcher/internal/app"
 	"github.com/watcher-dev/watcher/internal/options"
 )
@@ -22,6 +24,12 @@ type instance struct {
 // startWatcher runs watcher limited to namespace ns, with no coalescing
 // delay, and waits until it is ready. It is stopped when the test ends.
 func startWatcher(t *testing.T, ns string, modify ...func(*options.Options)) *instance {
+	t.Helper()
+	return startWatcherWith(t, restConfig, ns, modify...)
+}
+
+// startWatcherWith is startWatcher reading the API server with cfg.
+func startWatcherWith(t *testing.T, cfg *rest.Config, ns string, modify ...func(*options.Options)) *instance {
 	t.Helper()
 	o := options.Defaults()
 	o.Namespaces = []string{ns}
@@ -42,7 +50,7 @@ func startWatcher(t *testing.T, ns string, modify ...func(*options.Options)) *in
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &instance{logs: &logBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { w.done <- app.Run(ctx, restConfig, o, w.logs.logger()) }()
+	go func() { w.done <- app.Run(ctx, cfg, o, w.logs.logger()) }()
 	t.Cleanup(w.Stop)
 
 	deadline := time.Now().Add(30 * time.Second)
