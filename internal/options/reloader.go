@@ -47,9 +47,10 @@ import (
 //	the annotation key flags            Reloader's own keys: accepted;
 //	                                    other keys: refused, not yet
 //	                                    supported
+//	--enable-csi-integration            --csi
 //	--namespace-selector,               refused, not yet supported:
-//	--enable-csi-integration,           watcher would restart more, or
-//	--webhook-url                       less, than Reloader does
+//	--webhook-url                       watcher would restart more, or
+//	                                    less, than Reloader does
 //
 // A refused flag stops watcher at start with a message that says so,
 // rather than have it act otherwise than the Reloader it replaces.
@@ -61,6 +62,7 @@ type reloaderFlags struct {
 	workloadsIgnore  []string
 	resourceSelector []string
 	enablePprof      bool
+	csi              bool
 	keys             map[string]*string
 	ignoredBool      map[string]*bool
 	refused          map[string]*string
@@ -93,14 +95,13 @@ var reloaderNoted = map[string]string{
 // reloaderBools are those of Reloader's flags given without a value
 // (booleans); the others take the next argument as their value, as in
 // Reloader.
-var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": true, "enable-csi-integration": true}
+var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": true}
 
 // reloaderRefused are Reloader's flags watcher does not support yet: with
 // them it would restart more or less than Reloader.
 var reloaderRefused = map[string]string{
-	"namespace-selector":     "watching namespaces by label is not supported yet (use --namespaces or --namespaces-to-ignore)",
-	"enable-csi-integration": "restarts for Secrets Store CSI Driver rotations are not supported yet",
-	"webhook-url":            "calling a webhook instead of restarting is not supported (watcher's alerts can post to a webhook beside its restarts: --alert-webhook-url, or --dry-run)",
+	"namespace-selector": "watching namespaces by label is not supported yet (use --namespaces or --namespaces-to-ignore)",
+	"webhook-url":        "calling a webhook instead of restarting is not supported (watcher's alerts can post to a webhook beside its restarts: --alert-webhook-url, or --dry-run)",
 }
 
 // bindReloader binds Reloader's flags, hidden from --help (see
@@ -128,6 +129,9 @@ func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	fs.Var(boolean{&r.enablePprof}, "enable-pprof", "Reloader's: serve pprof at --pprof-addr, :6060 unless given")
 	fs.Lookup("enable-pprof").NoOptDefVal = "true"
 	hidden("enable-pprof")
+	fs.Var(boolean{&r.csi}, "enable-csi-integration", "Reloader's: restart on Secrets Store CSI Driver rotations (watcher's --csi)")
+	fs.Lookup("enable-csi-integration").NoOptDefVal = "true"
+	hidden("enable-csi-integration")
 	for name, def := range reloaderKeys {
 		v := def
 		r.keys[name] = &v
@@ -221,6 +225,9 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 			errs = append(errs, "Reloader's --resource-label-selector: "+err.Error())
 		}
 		o.ConfigSelector = sel
+	}
+	if r.csi && !given("csi", "CSI") {
+		o.CSI = true
 	}
 	if r.enablePprof && !given("pprof-addr", "PPROF_ADDR") {
 		o.PprofAddr = ":6060"
