@@ -105,8 +105,9 @@ include "watcher.env" (list "NAME" value) */}}
 {{/* The rules watcher needs wherever workloads are watched: read
 ConfigMaps, Secrets and workloads, patch workloads (the restart), write
 Events; create Jobs with the CronJob trigger (get and delete the running
-ones of a concurrencyPolicy: Replace CronJob); Argo Rollouts and
-ReloadPolicies if enabled. Nothing may update or delete a ConfigMap or a
+ones of a concurrencyPolicy: Replace CronJob); Argo Rollouts,
+ReloadPolicies and the CSI driver's pod statuses (with get on pods and
+ReplicaSets) if enabled. Nothing may update or delete a ConfigMap or a
 Secret, and no Pod is ever created. */}}
 {{- define "watcher.workloadRules" -}}
 - apiGroups: [""]
@@ -144,6 +145,17 @@ Secret, and no Pod is ever created. */}}
   resources: [sealedsecrets]
   verbs: [get, list, watch]
 {{- end }}
+{{- if .Values.csi.enabled }}
+- apiGroups: [secrets-store.csi.x-k8s.io]
+  resources: [secretproviderclasspodstatuses]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [get]
+{{- end }}
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
@@ -177,6 +189,7 @@ Secret, and no Pod is ever created. */}}
 {{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
 {{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
 {{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}
+{{- include "watcher.env" (list "CSI" .Values.csi.enabled) }}
 {{- include "watcher.env" (list "RESTART_BUDGET" .Values.safety.restartBudget) }}
 {{- include "watcher.env" (list "FLAP_THRESHOLD" .Values.safety.flapThreshold) }}
 {{- include "watcher.env" (list "FLAP_QUIET" .Values.safety.flapQuiet) }}
