@@ -105,7 +105,7 @@ func (w *Watcher) Enable(ctx context.Context) error {
 	for _, ns := range namespaces {
 		inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Dynamic, GVR, ns, 0, toolscache.Indexers{},
 			func(o *metav1.ListOptions) { o.FieldSelector = field }).Informer()
-		err := errors.Join(inf.SetTransform(Transform()), handle(inf, st, queue))
+		err := errors.Join(inf.SetTransform(Transform()), w.handle(inf, st, queue))
 		if err != nil {
 			cancel()
 			queue.ShutDown()
@@ -140,7 +140,7 @@ func (w *Watcher) Disable() {
 
 // handle observes each status as its event arrives, so that the order of
 // the writes is kept, and queues it for the worker.
-func handle(inf toolscache.SharedIndexInformer, st *tracker, q workqueue.TypedRateLimitingInterface[string]) error {
+func (w *Watcher) handle(inf toolscache.SharedIndexInformer, st *tracker, q workqueue.TypedRateLimitingInterface[string]) error {
 	add := func(obj any, live bool) {
 		s, ok := obj.(*Status)
 		if !ok {
@@ -159,6 +159,7 @@ func handle(inf toolscache.SharedIndexInformer, st *tracker, q workqueue.TypedRa
 				obj = d.Obj
 			}
 			if s, ok := obj.(*Status); ok {
+				w.owners.Forget(s.Namespace, s.Pod, s.PodUID())
 				q.Add(s.Namespace + "/" + s.Name)
 			}
 		},

@@ -65,6 +65,24 @@ func csiPods(t *testing.T, d *appsv1.Deployment, n int) []*corev1.Pod {
 	return pods
 }
 
+// statefulPods creates n pods controlled by the StatefulSet s, as its
+// controller would.
+func statefulPods(t *testing.T, s *appsv1.StatefulSet, n int) []*corev1.Pod {
+	t.Helper()
+	s = fetch(t, s)
+	var pods []*corev1.Pod
+	for i := range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: fmt.Sprintf("%s-%d", s.Name, i), Labels: s.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: s.Name, UID: s.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: s.Spec.Template.Spec,
+		}
+		create(t, p)
+		pods = append(pods, p)
+	}
+	return pods
+}
+
 // writeStatus creates or updates the SecretProviderClassPodStatus of pod
 // and class as the driver does (createOrUpdateSecretProviderClassPodStatus
 // of its pkg/secrets-store): named pod-namespace-class, labelled with the
@@ -116,7 +134,9 @@ func writeStatus(t *testing.T, pod *corev1.Pod, class string, versions map[strin
 // versions are adopted, nothing restarts. A rotation rewrites the three
 // statuses with a new version of one object: the Deployment restarts
 // once, with one Restarted Event naming the class and the object. The
-// same rotation on a Deployment that did not opt in restarts nothing. A
+// same rotation on a Deployment that did not opt in restarts nothing; on
+// a StatefulSet that opted in to every class it mounts
+// (secretproviderclass.reloader.stakater.com/auto), it restarts it. A
 // new watcher sees the statuses again at start-up, equal to the record:
 // nothing restarts; a rotation made while no watcher ran restarts once.
 //
@@ -130,7 +150,9 @@ func TestCSIRotation(t *testing.T) {
 	}
 	web := annotated(ns, "web", csiPodSpec("db-creds"), map[string]string{"secretproviderclass.reloader.stakater.com/reload": "db-creds"})
 	other := deployment(ns, "other", csiPodSpec("db-creds"))
-	webRollouts, otherRollouts := track(t, web), track(t, other)
+	db := statefulSet(ns, "db", csiPodSpec("db-creds"))
+	db.Annotations = map[string]string{"secretproviderclass.reloader.stakater.com/auto": "true"}
+	webRollouts, otherRollouts, dbRollouts := track(t, web), track(t, other), track(t, db)
 	withCSI := func(o *options.Options) { o.CSI = true }
 	w := startWatcher(t, ns, withCSI)
 
@@ -139,21 +161,25 @@ func TestCSIRotation(t *testing.T) {
 	g.Eventually(func() error {
 		return k8s.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": csi.GVK.GroupVersion().String(), "kind": csi.GVK.Kind + "List"}}, client.InNamespace(ns))
 	}, wait, 100*time.Millisecond).Should(Succeed())
-	webPods, otherPods := csiPods(t, web, 3), csiPods(t, other, 3)
+	webPods, otherPods, dbPods := csiPods(t, web, 3), csiPods(t, other, 3), statefulPods(t, db, 2)
 	v1 := map[string]string{"secret/db-password": "v1", "secret/db-user": "v1"}
-	for _, p := range append(webPods, otherPods...) {
+	for _, p := range append(append(webPods, otherPods...), dbPods...) {
 		writeStatus(t, p, "db-creds", v1)
 	}
 	g.Eventually(func() string { return fetch(t, web).Annotations[plan.RecordAnnotation] }, wait, 20*time.Millisecond).
 		Should(ContainSubstring("SecretProviderClass/db-creds"), "the class's versions adopted")
+	waitAdopted(t, db)
 	stayRollouts(t, webRollouts, 0)
+	stayRollouts(t, dbRollouts, 0)
 	g.Expect(recorded(t, ns, "other")).To(BeFalse(), "a Deployment that did not opt in is not written")
 
 	rotated := map[string]string{"secret/db-password": "v2", "secret/db-user": "v1"}
-	for _, p := range append(webPods, otherPods...) {
+	for _, p := range append(append(webPods, otherPods...), dbPods...) {
 		writeStatus(t, p, "db-creds", rotated)
 	}
 	waitRollouts(t, webRollouts, 1)
+	waitRollouts(t, dbRollouts, 1)
+	waitRestarted(t, ns, "db", "SecretProviderClass db-creds rotated (objects: secret/db-password;")
 	waitRestarted(t, ns, "web", "SecretProviderClass db-creds rotated (objects: secret/db-password;")
 	stayRollouts(t, webRollouts, 1)
 	stayRollouts(t, otherRollouts, 0)
