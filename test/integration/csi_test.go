@@ -18,6 +18,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 )
@@ -63,6 +64,22 @@ func csiPods(t *testing.T, d *appsv1.Deployment, n int) []*corev1.Pod {
 		pods = append(pods, p)
 	}
 	return pods
+}
+
+// installSPCPS installs the driver's SecretProviderClassPodStatus CRD, once
+// a previous test's is gone, and waits until its API serves ns; the CRD
+// goes when the test ends.
+func installSPCPS(t *testing.T, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	crd := spcpsCRD(t)
+	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy())) },
+		wait, 100*time.Millisecond).Should(BeTrue(), "a previous test's CRD is still there")
+	create(t, crd)
+	t.Cleanup(func() { _ = k8s.Delete(ctx, crd) })
+	g.Eventually(func() error {
+		return k8s.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": csi.GVK.GroupVersion().String(), "kind": csi.GVK.Kind + "List"}}, client.InNamespace(ns))
+	}, wait, 100*time.Millisecond).Should(Succeed())
 }
 
 // statefulPods creates n pods controlled by the StatefulSet s, as its
@@ -144,10 +161,6 @@ func writeStatus(t *testing.T, pod *corev1.Pod, class string, versions map[strin
 func TestCSIRotation(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
-	crd := spcpsCRD(t)
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); !apierrors.IsNotFound(err) {
-		t.Fatalf("the SecretProviderClassPodStatus CRD is already there (%v)", err)
-	}
 	web := annotated(ns, "web", csiPodSpec("db-creds"), map[string]string{"secretproviderclass.reloader.stakater.com/reload": "db-creds"})
 	other := deployment(ns, "other", csiPodSpec("db-creds"))
 	db := statefulSet(ns, "db", csiPodSpec("db-creds"))
@@ -156,11 +169,7 @@ func TestCSIRotation(t *testing.T) {
 	withCSI := func(o *options.Options) { o.CSI = true }
 	w := startWatcher(t, ns, withCSI)
 
-	create(t, crd)
-	t.Cleanup(func() { _ = k8s.Delete(ctx, crd) })
-	g.Eventually(func() error {
-		return k8s.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": csi.GVK.GroupVersion().String(), "kind": csi.GVK.Kind + "List"}}, client.InNamespace(ns))
-	}, wait, 100*time.Millisecond).Should(Succeed())
+	installSPCPS(t, ns)
 	webPods, otherPods, dbPods := csiPods(t, web, 3), csiPods(t, other, 3), statefulPods(t, db, 2)
 	v1 := map[string]string{"secret/db-password": "v1", "secret/db-user": "v1"}
 	for _, p := range append(append(webPods, otherPods...), dbPods...) {
@@ -205,4 +214,37 @@ func TestCSIRotation(t *testing.T) {
 	stayRollouts(t, webRollouts, 2)
 	g.Expect(events(t, ns, "web", cause.ReasonRestarted)).To(HaveLen(2))
 	t.Logf("Events: %q", events(t, ns, "web", cause.ReasonRestarted))
+}
+
+// TestCSIGuards: a rotation restarts through the guards like any change:
+// with a budget of one restart an hour, the first rotation restarts the
+// Deployment and the second is held, with a RestartHeld Event.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestCSIGuards(t *testing.T) {
+	ns := namespace(t)
+	web := annotated(ns, "web", csiPodSpec("db-creds"), map[string]string{"reloader.stakater.com/auto": "true"})
+	rollouts := track(t, web)
+	startWatcher(t, ns, func(o *options.Options) {
+		o.CSI = true
+		o.RestartBudget = options.Rate{Count: 1, Per: time.Hour}
+	})
+	installSPCPS(t, ns)
+	pods := csiPods(t, web, 2)
+	for _, version := range []string{"v1", "v2", "v3"} {
+		for _, p := range pods {
+			writeStatus(t, p, "db-creds", map[string]string{"secret/api-key": version})
+		}
+		switch version {
+		case "v1":
+			waitAdopted(t, web)
+		case "v2":
+			waitRollouts(t, rollouts, 1)
+			waitRestarted(t, ns, "web", "SecretProviderClass db-creds rotated (objects: secret/api-key;")
+		case "v3":
+			waitEvent(t, ns, "web", hold.ReasonRestartHeld)
+		}
+	}
+	stayRollouts(t, rollouts, 1)
+	NewWithT(t).Expect(events(t, ns, "web", cause.ReasonRestarted)).To(HaveLen(1))
 }
