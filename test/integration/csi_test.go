@@ -73,7 +73,9 @@ func installSPCPS(t *testing.T, ns string) {
 	t.Helper()
 	g := NewWithT(t)
 	crd := spcpsCRD(t)
-	g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy())) },
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()))
+	},
 		wait, 100*time.Millisecond).Should(BeTrue(), "a previous test's CRD is still there")
 	create(t, crd)
 	t.Cleanup(func() { _ = k8s.Delete(ctx, crd) })
