@@ -23,10 +23,19 @@
 //
 //	statuses known                          current versions
 //	some written while watched (live)       those of the latest written
-//	                                        (a rotation, or a new pod's mount)
-//	only listed at start-up                 those most statuses hold (ties:
-//	                                        the smallest digest)
+//	                                        (a rotation, or a new pod's mount),
+//	                                        kept after its status goes
+//	only listed at start-up                 among those created last (to the
+//	                                        second: the latest mounts), those
+//	                                        most hold (ties: the smallest
+//	                                        digest)
 //	none                                    unknown: the record is kept
+//
+// Versions are opaque (no order can be told from them), so the order of the
+// writes decides: a pod's status is written at its mount, with the
+// provider's versions of then, and at each rotation. The statuses of a
+// workload's old pods, not rotated yet, must not roll it back while its
+// new pods, mounted with the new versions, replace them.
 package csi
 
 import (
@@ -55,8 +64,9 @@ var (
 // Status is a SecretProviderClassPodStatus as kept in memory.
 type Status struct {
 	metav1.TypeMeta
-	// ObjectMeta holds the namespace, name, UID, resourceVersion and the
-	// owner references (the driver names the pod) only.
+	// ObjectMeta holds the namespace, name, UID, resourceVersion, creation
+	// time (the first mount) and the owner references (the driver names
+	// the pod) only.
 	metav1.ObjectMeta
 	// Pod and Class are status.podName and status.secretProviderClassName.
 	Pod, Class string
@@ -136,6 +146,7 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(),
 			ResourceVersion: u.GetResourceVersion(), OwnerReferences: u.GetOwnerReferences(),
+			CreationTimestamp: u.GetCreationTimestamp(),
 		},
 		Objects: map[string]string{},
 	}

@@ -78,7 +78,8 @@ func TestDigest(t *testing.T) {
 
 // TestPick: the current versions of a class of a workload.
 func TestPick(t *testing.T) {
-	s := func(digest string, seq uint64) seen { return seen{digest: digest, seq: seq} }
+	s := func(digest string, seq uint64) seen { return seen{digest: digest, seq: seq, created: 100} }
+	at := func(digest string, created int64) seen { return seen{digest: digest, created: created} }
 	tests := []struct {
 		name     string
 		statuses []seen
@@ -90,6 +91,8 @@ func TestPick(t *testing.T) {
 		{"tie: smallest", []seen{s("b", 0), s("a", 0)}, "a"},
 		{"a live one wins over listed ones", []seen{s("a", 0), s("a", 0), s("b", 3)}, "b"},
 		{"the latest live one", []seen{s("c", 4), s("b", 9), s("a", 0)}, "b"},
+		{"listed: the latest mount wins over old pods", []seen{at("old", 100), at("old", 100), at("new", 160)}, "new"},
+		{"listed: most of the latest mounts", []seen{at("x", 100), at("b", 160), at("a", 160), at("b", 160)}, "b"},
 	}
 	for _, tt := range tests {
 		got, ok := pick(tt.statuses)

@@ -16,6 +16,9 @@ type seen struct {
 	// seq orders the statuses written while watched (live): 0 for those
 	// listed at start-up, increasing otherwise.
 	seq uint64
+	// created is when the status was created (to the second): its pod's
+	// first mount.
+	created int64
 	// workload is the workload of its pod, once filed.
 	workload object.Ref
 	filed    bool
@@ -59,7 +62,7 @@ func (t *tracker) observe(key string, s *Status, live bool) bool {
 	if prev != nil && prev.digest == s.Digest {
 		return false
 	}
-	next := &seen{class: s.Class, objects: s.Objects, digest: s.Digest}
+	next := &seen{class: s.Class, objects: s.Objects, digest: s.Digest, created: s.CreationTimestamp.Unix()}
 	if live {
 		t.seq++
 		next.seq = t.seq
@@ -152,22 +155,29 @@ func (t *tracker) current(sl slot) (seen, bool) {
 }
 
 // pick returns the current versions among statuses of one slot: the latest
-// written while watched; with none, those most statuses say, ties to the
-// smallest digest, so that every replica picks the same.
+// written while watched; with none, among those created last, those most
+// statuses say, ties to the smallest digest, so that every replica picks
+// the same.
 func pick(statuses []seen) (seen, bool) {
 	if len(statuses) == 0 {
 		return seen{}, false
 	}
-	count := map[string]int{}
 	var best seen
+	newest := statuses[0].created
 	for _, s := range statuses {
-		count[s.digest]++
 		if s.seq > best.seq {
 			best = s
 		}
+		newest = max(newest, s.created)
 	}
 	if best.seq > 0 {
 		return best, true
+	}
+	count := map[string]int{}
+	for _, s := range statuses {
+		if s.created == newest {
+			count[s.digest]++
+		}
 	}
 	digests := slices.Sorted(maps.Keys(count))
 	top := digests[0]
