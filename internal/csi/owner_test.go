@@ -39,7 +39,7 @@ func TestOwners(t *testing.T) {
 		meta("v1", "Pod", "agent-x", "p3", controlledBy("apps/v1", "DaemonSet", "agent")),
 		meta("v1", "Pod", "lone", "p4", nil),
 		meta("v1", "Pod", "bare-1", "p5", controlledBy("apps/v1", "ReplicaSet", "bare")),
-		meta("v1", "Pod", "job-1", "p6", controlledBy("batch/v1", "Job", "once")),
+		meta("v1", "Pod", "widget-1", "p6", controlledBy("example.com/v1", "Widget", "w")),
 	)
 	o := NewOwners(client)
 	tests := []struct {
@@ -52,7 +52,7 @@ func TestOwners(t *testing.T) {
 		{"agent-x", "p3", object.Ref{Kind: "DaemonSet", Namespace: "shop", Name: "agent"}, true},
 		{"lone", "p4", object.Ref{}, false},
 		{"bare-1", "p5", object.Ref{}, false},
-		{"job-1", "p6", object.Ref{}, false},
+		{"widget-1", "p6", object.Ref{}, false},
 		{"gone", "p7", object.Ref{}, false},
 		{"web-5d8f-1", "another-uid", object.Ref{}, false}, // the status's pod was replaced
 	}
