@@ -37,6 +37,7 @@ import (
 	"strings"
 
 	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/cause"
 )
 
 // The events an alert is about.
@@ -100,6 +101,16 @@ type Source struct {
 	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
+// words are what befell s and what its Keys name, as cause.Change says
+// them: a ConfigMap or Secret "changed", its "keys"; a SecretProviderClass
+// of the Secrets Store CSI Driver "rotated", its "objects".
+func (s Source) words() (verb, noun string) {
+	if s.Kind == cause.SecretProviderClass {
+		return "rotated", "objects"
+	}
+	return "changed", "keys"
+}
+
 // describe says what changed of s, in st: "Secret `shop/db` (from
 // SealedSecret `shop/db`) changed (keys: `password`) by `kubectl-edit`" in
 // the chat sinks.
@@ -108,9 +119,10 @@ func (s Source) describe(st style) string {
 	if s.SealedSecret != "" {
 		b += " (from SealedSecret " + st.name(s.Namespace+"/"+s.SealedSecret) + ")"
 	}
-	b += " changed"
+	verb, noun := s.words()
+	b += " " + verb
 	if len(s.Keys) > 0 {
-		b += " (keys: " + strings.Join(mapNames(s.Keys, st.name), ", ") + ")"
+		b += " (" + noun + ": " + strings.Join(mapNames(s.Keys, st.name), ", ") + ")"
 	}
 	if len(s.ChangedBy) > 0 {
 		b += " by " + attribution.Join(mapNames(s.ChangedBy, st.name))

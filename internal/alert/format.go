@@ -112,7 +112,8 @@ func teams(a Alert, info string) map[string]any {
 	for _, s := range a.Sources {
 		var v []string
 		if len(s.Keys) > 0 {
-			v = append(v, "keys: "+strings.Join(mapNames(s.Keys, st.name), ", "))
+			_, noun := s.words()
+			v = append(v, noun+": "+strings.Join(mapNames(s.Keys, st.name), ", "))
 		}
 		if s.SealedSecret != "" {
 			v = append(v, "from SealedSecret "+st.name(s.Namespace+"/"+s.SealedSecret))

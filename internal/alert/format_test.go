@@ -85,3 +85,23 @@ func TestFormat(t *testing.T) {
 		t.Errorf("an unknown sink formats")
 	}
 }
+
+// TestFormatRotation: a rotation of the Secrets Store CSI Driver is said
+// as the Event says it (package cause): the objects of the class named as
+// objects, not keys.
+func TestFormatRotation(t *testing.T) {
+	a := alert.Alert{
+		Event:    alert.Restart,
+		Workload: &alert.Object{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Sources:  []alert.Source{{Object: alert.Object{Kind: "SecretProviderClass", Namespace: "shop", Name: "db-creds"}, Keys: []string{"db-password"}}},
+	}
+	for _, sink := range alert.Sinks {
+		got, err := alert.Format(sink, a, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(got); !strings.Contains(s, "objects: ") || !strings.Contains(s, "db-password") || strings.Contains(s, "keys:") {
+			t.Errorf("%s: %s", sink, s)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/object"
@@ -73,6 +75,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		return err
 	}
 	sealedSecrets, err := sealedOptions(cfg, o, hasher)
+	if err != nil {
+		return err
+	}
+	csiOpts, err := csiOptions(cfg, o)
 	if err != nil {
 		return err
 	}
@@ -137,6 +143,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Alerts:             alerts,
 		SealedSecrets:      sealedSecrets,
 		Served:             crds,
+		CSI:                csiOpts,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Own: []object.Ref{
 			{Kind: "ConfigMap", Namespace: o.OwnNamespace(), Name: settings.ConfigMapName(o.Lease.Name)},
@@ -259,4 +266,21 @@ func newGuard(cfg *rest.Config, o *options.Options, key []byte, log logr.Logger)
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	return hash.NewGuard(cs, c, o.OwnNamespace(), o.HashKeySecret, key, log.WithName("hash-key")), nil
+}
+
+// csiOptions are the settings of the watch of SecretProviderClassPodStatuses
+// (package csi); nil unless --csi.
+func csiOptions(cfg *rest.Config, o *options.Options) (*csi.Options, error) {
+	if !o.CSI {
+		return nil, nil
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return &csi.Options{Dynamic: dyn, Meta: meta, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces}, nil
 }

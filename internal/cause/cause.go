@@ -30,7 +30,13 @@ const (
 // a workload's history (the CLI).
 var Reasons = []string{ReasonRestarted, ReasonWouldRestart, ReasonUpdatedOnDelete}
 
-// Change is one changed ConfigMap or Secret.
+// SecretProviderClass is the kind of a Change that is a rotation of the
+// Secrets Store CSI Driver (package csi): its keys are the ids of the
+// objects whose versions changed, and it "rotated" rather than "changed".
+const SecretProviderClass = "SecretProviderClass"
+
+// Change is one changed ConfigMap or Secret, or one rotated
+// SecretProviderClass.
 type Change struct {
 	// Source is the ConfigMap or Secret.
 	Source object.Ref
@@ -86,7 +92,11 @@ func (c Change) sentence(namespaced bool, digests string) string {
 	if c.SealedSecret != "" {
 		b.WriteString(" (from SealedSecret " + name(c.SealedSecret) + ")")
 	}
-	b.WriteString(" changed (keys: " + KeyList(c.Keys) + digests + ")")
+	if c.Source.Kind == SecretProviderClass {
+		b.WriteString(" rotated (objects: " + KeyList(c.Keys) + digests + ")")
+	} else {
+		b.WriteString(" changed (keys: " + KeyList(c.Keys) + digests + ")")
+	}
 	if len(c.ChangedBy) > 0 {
 		b.WriteString(" by " + attribution.Join(c.ChangedBy))
 	}

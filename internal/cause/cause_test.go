@@ -15,6 +15,8 @@ func TestRendered(t *testing.T) {
 		Old: "1a2b3c4d", New: "5e6f7a8b", SealedSecret: "db-sealed", ChangedBy: []string{"kubectl-edit"},
 	}
 	digest := cause.Change{Source: object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}
+	rotated := cause.Change{Source: object.Ref{Kind: cause.SecretProviderClass, Namespace: "shop", Name: "db-creds"},
+		Keys: []string{"secret/db-password"}, Old: "250aa928", New: "2dd7911d"}
 	r := cause.Restart{Workload: object.Ref{Kind: "Deployment", Namespace: "shop", Name: "web"}, Changes: []cause.Change{sealed, digest}}
 
 	for _, tc := range []struct{ got, want string }{
@@ -23,6 +25,8 @@ func TestRendered(t *testing.T) {
 		{digest.String(), "ConfigMap shop/cfg changed (keys: not listed, recorded as one digest)"},
 		{r.Note(), "Restarted because " + sealed.Note() + "; " + digest.Note()},
 		{r.Sentence(true), "restart pending because Secret db (from SealedSecret db-sealed) changed (keys: password) by kubectl-edit, ConfigMap cfg changed (keys: not listed, recorded as one digest)"},
+		{rotated.String(), "SecretProviderClass shop/db-creds rotated (objects: secret/db-password)"},
+		{rotated.Note(), "SecretProviderClass db-creds rotated (objects: secret/db-password; 250aa928→2dd7911d)"},
 		{r.Reason(), cause.ReasonRestarted},
 		{r.Message(), "Restarted"},
 	} {

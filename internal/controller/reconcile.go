@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -65,6 +66,9 @@ type Reconciler struct {
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection
+	// mounts knows the SecretProviderClasses workloads' pods mount; nil
+	// when CSI is off (mounted.go).
+	mounts *csi.Watcher
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -177,6 +181,9 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 // content, then forward again.
 func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input, p plan.Plan) (plan.Plan, error) {
 	for _, c := range p.Changes {
+		if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
+			continue // a SecretProviderClass: no object to read again
+		}
 		obj := newConfig(c.Ref.Kind)
 		err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: namespace, Name: c.Ref.Name}, obj)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -253,6 +260,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 		}
 		in.Configs[ref.ID()] = cfg
 	}
+	r.mounted(obj, &in)
 	return in, nil
 }
 

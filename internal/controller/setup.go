@@ -27,12 +27,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -126,6 +128,10 @@ type Config struct {
 	SealedSecrets *sealed.Options
 	// Policies are the ReloadPolicies; nil: none.
 	Policies *Policies
+	// CSI, when set, follows the Secrets Store CSI Driver's
+	// SecretProviderClassPodStatuses while their API is served (see
+	// package csi and mounted); Setup fills its Enqueue and Log.
+	CSI *csi.Options
 }
 
 // Setup registers the controller with mgr. Its sources are the informers of
@@ -213,6 +219,21 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
+	var mounts *csi.Watcher
+	if co := cfg.CSI; co != nil {
+		rotated := make(chan event.TypedGenericEvent[object.Ref])
+		co.Enqueue = func(ctx context.Context, k object.Ref) {
+			select { // blocks on a standby until it leads
+			case rotated <- event.TypedGenericEvent[object.Ref]{Object: k}:
+			case <-ctx.Done():
+			}
+		}
+		co.Log = mgr.GetLogger().WithName("csi")
+		mounts = csi.NewWatcher(*co)
+		r.mounts = mounts
+		b = b.WatchesRawSource(source.TypedChannel(rotated, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
+	}
 	c, err := b.Build(r)
 	if err != nil {
 		return err
@@ -244,6 +265,9 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		so.Log = mgr.GetLogger().WithName("sealedsecrets")
 		so.Claim = claimer(func() bool { return isClosed(mgr.Elected()) }, cfg.Locker, so.Log)
 		apis = append(apis, sealed.NewWatcher(*so))
+	}
+	if mounts != nil {
+		apis = append(apis, mounts)
 	}
 	return mgr.Add(&optionalKinds{
 		apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds"),

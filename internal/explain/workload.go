@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -169,6 +170,13 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 			in.Configs[o.Ref.ID()] = cfg
 		}
 		rep.Uses = append(rep.Uses, u)
+	}
+	// The SecretProviderClasses recorded count as unchanged: explain reads
+	// no SecretProviderClassPodStatus (see package csi).
+	classes, configs := csi.Refs(nil, in.Recorded, in.Annotations)
+	for _, ref := range classes {
+		in.Refs = append(in.Refs, ref)
+		in.Configs[ref.ID()] = configs[ref.ID()]
 	}
 	rep.OnDelete = workload.OnDelete(obj)
 	rep.Excluded = s.watched(obj)

@@ -30,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
 )
 
@@ -229,6 +230,8 @@ func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report 
 			if d, err := hash.FromObject(o); err == nil {
 				sum = d.Sum
 			}
+		} else if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
+			sum = c.New // a SecretProviderClass (package csi): no object in the store
 		}
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}

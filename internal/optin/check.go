@@ -15,7 +15,7 @@ import (
 func Check(ann map[string]string) error {
 	var errs []error
 	for _, src := range []struct{ prefix, what string }{{"", "annotation"}, {fromTemplate, "pod template annotation"}} {
-		for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto} {
+		for _, key := range []string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, SecretProviderClassAuto} {
 			if v, ok := ann[src.prefix+key]; ok {
 				if _, err := strconv.ParseBool(v); err != nil {
 					errs = append(errs, fmt.Errorf("%s %s is neither true nor false; ignoring it", src.what, key))
@@ -27,13 +27,13 @@ func Check(ann map[string]string) error {
 				errs = append(errs, fmt.Errorf("%s %s is neither \"true\" nor \"false\" (compared exactly, as Reloader does); reading it as false", src.what, key))
 			}
 		}
-		for _, key := range []string{ConfigMapReload, SecretReload} {
+		for _, key := range []string{ConfigMapReload, SecretReload, SecretProviderClassReload} {
 			if v, ok := ann[src.prefix+key]; ok {
 				errs = append(errs, checkList(src.what+" "+key, parse(v))...)
 			}
 		}
 	}
-	for _, key := range []string{ConfigMapExclude, SecretExclude} {
+	for _, key := range []string{ConfigMapExclude, SecretExclude, SecretProviderClassExclude} {
 		if v, ok := ann[key]; ok {
 			if err := precheck(v); err != nil {
 				errs = append(errs, fmt.Errorf("annotation %s %w; ignoring the whole list", key, err))

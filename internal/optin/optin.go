@@ -20,6 +20,10 @@
 //	secrets.exclude.reloader.stakater.com/reload     names  Secrets that never count
 //	deployment.reloader.stakater.com/pause-period    duration  restarts wait for
 //	                                                   the period (PausePeriodOf)
+//	secretproviderclass.reloader.stakater.com/auto   bool  SecretProviderClasses
+//	secretproviderclass.reloader.stakater.com/reload list  (package csi), with the
+//	secretproviderclasses.exclude.reloader.stakater.com/reload  names  meaning of the
+//	                                                   secret.* keys for Secrets
 //
 // As in Reloader (pkg/common ShouldReload), the pod template's annotations
 // are read per kind of referenced object: for ConfigMaps, when the workload
@@ -92,6 +96,10 @@ const (
 	// strategy for a Rollout), "rollout" (the default) changes its pod
 	// template; see restart.For.
 	RolloutStrategy = "reloader.stakater.com/rollout-strategy"
+	// Reloader's annotations for SecretProviderClasses (package csi).
+	SecretProviderClassAuto    = "secretproviderclass.reloader.stakater.com/auto"
+	SecretProviderClassReload  = "secretproviderclass.reloader.stakater.com/reload"
+	SecretProviderClassExclude = "secretproviderclasses.exclude.reloader.stakater.com/reload"
 )
 
 // fromTemplate prefixes, in what Effective returns, the opting-in
@@ -103,24 +111,27 @@ const fromTemplate = "watcher.dev/cached/template/"
 // own: when it has none of a kind's, its pod template's count for that
 // kind (Effective).
 var selecting = map[refs.Kind][]string{
-	refs.ConfigMap: {Auto, ReloaderAuto, ConfigMapAuto, ConfigMapReload, Search},
-	refs.Secret:    {Auto, ReloaderAuto, SecretAuto, SecretReload, Search},
+	refs.ConfigMap:           {Auto, ReloaderAuto, ConfigMapAuto, ConfigMapReload, Search},
+	refs.Secret:              {Auto, ReloaderAuto, SecretAuto, SecretReload, Search},
+	refs.SecretProviderClass: {Auto, ReloaderAuto, SecretProviderClassAuto, SecretProviderClassReload, Search},
 }
 
 // templateKeys are the keys under which Effective keeps the pod
 // template's annotations.
 var templateKeys = []string{fromTemplate + Auto, fromTemplate + ReloaderAuto, fromTemplate + ConfigMapAuto, fromTemplate + SecretAuto,
-	fromTemplate + ConfigMapReload, fromTemplate + SecretReload, fromTemplate + Search}
+	fromTemplate + ConfigMapReload, fromTemplate + SecretReload, fromTemplate + Search,
+	fromTemplate + SecretProviderClassAuto, fromTemplate + SecretProviderClassReload}
 
 // kinds are the kinds of references, in the order selecting is read.
-var kinds = []refs.Kind{refs.ConfigMap, refs.Secret}
+var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
 
 // WorkloadKeys are the annotations of workloads this package reads (and
 // those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
 // the cache must keep them.
 var (
-	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, RolloutStrategy}, templateKeys...)
-	ConfigKeys   = []string{Ignore, Match}
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, RolloutStrategy,
+		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude}, templateKeys...)
+	ConfigKeys = []string{Ignore, Match}
 )
 
 // Effective returns the annotations of a workload that this package reads:
@@ -229,7 +240,7 @@ func Searched(ann, cfg map[string]string) bool {
 // Excluded tells whether an exclude list among ann names the object of
 // kind called name. A list over the limits excludes nothing.
 func Excluded(ann map[string]string, kind refs.Kind, name string) bool {
-	v, ok := ann[typed(kind, ConfigMapExclude, SecretExclude)]
+	v, ok := ann[typed(kind, ConfigMapExclude, SecretExclude, SecretProviderClassExclude)]
 	if !ok || precheck(v) != nil {
 		return false
 	}
@@ -255,7 +266,7 @@ const (
 // kind (see the package comment).
 func AutoFor(ann map[string]string, kind refs.Kind) Setting {
 	s := Unset
-	for _, key := range []string{Auto, ReloaderAuto, typed(kind, ConfigMapAuto, SecretAuto)} {
+	for _, key := range []string{Auto, ReloaderAuto, typed(kind, ConfigMapAuto, SecretAuto, SecretProviderClassAuto)} {
 		v, ok := lookup(ann, kind, key)
 		if !ok {
 			continue
@@ -279,7 +290,7 @@ func Ignored(ann map[string]string) bool { return ann[Ignore] == "true" }
 // reloadList returns the parsed reload list of kind among ann; nil when
 // there is none.
 func reloadList(ann map[string]string, kind refs.Kind) *parsedList {
-	v, ok := lookup(ann, kind, typed(kind, ConfigMapReload, SecretReload))
+	v, ok := lookup(ann, kind, typed(kind, ConfigMapReload, SecretReload, SecretProviderClassReload))
 	if !ok {
 		return nil
 	}
@@ -341,9 +352,12 @@ func PausePeriodOf(ann map[string]string) (time.Duration, error) {
 	return d, nil
 }
 
-func typed(kind refs.Kind, configMap, secret string) string {
-	if kind == refs.Secret {
+func typed(kind refs.Kind, configMap, secret, class string) string {
+	switch kind {
+	case refs.Secret:
 		return secret
+	case refs.SecretProviderClass:
+		return class
 	}
 	return configMap
 }

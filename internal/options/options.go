@@ -74,6 +74,10 @@ type Options struct {
 	// CronJobTrigger also runs a restarted CronJob at once: a Job is created
 	// from its new template, as kubectl create job --from=cronjob/NAME does.
 	CronJobTrigger bool
+	// CSI restarts the workloads that opt in when the Secrets Store CSI
+	// Driver rotates what their pods mount (package csi), while its
+	// SecretProviderClassPodStatus API is served.
+	CSI bool
 	// DryRun decides as usual but writes nothing to workloads: what would
 	// be done is logged, emitted as Events and counted.
 	DryRun bool
@@ -265,6 +269,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(boolean{&o.CronJobTrigger}, "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
 	fs.Lookup("cronjob-trigger").NoOptDefVal = "true"
+	bind(boolean{&o.CSI}, "csi", "CSI", "restart the workloads annotated secretproviderclass.reloader.stakater.com/reload or .../auto (or reloader.stakater.com/auto) when the Secrets Store CSI Driver rotates what their pods mount (needs the rights to get pods and replicasets, and to list and watch secretproviderclasspodstatuses)")
+	fs.Lookup("csi").NoOptDefVal = "true"
 	bind(boolean{&o.DryRun}, "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload (and, with --alert-on-reload, an alert)")
 	fs.Lookup("dry-run").NoOptDefVal = "true"
 	bind(intRange{&o.Workers, 1, 1000, "a number of workers"}, "workers", "WORKERS", "workloads handled in parallel")

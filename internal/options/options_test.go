@@ -124,6 +124,7 @@ var settings = []struct {
 	{"COALESCE", "coalesce", "1500ms", func(o *options.Options) { o.Coalesce = 1500 * time.Millisecond }},
 	{"COALESCE_MAX", "coalesce-max", "2m", func(o *options.Options) { o.CoalesceMax = 2 * time.Minute }},
 	{"CRONJOB_TRIGGER", "cronjob-trigger", "true", func(o *options.Options) { o.CronJobTrigger = true }},
+	{"CSI", "csi", "true", func(o *options.Options) { o.CSI = true }},
 	{"DRY_RUN", "dry-run", "true", func(o *options.Options) { o.DryRun = true }},
 	{"WORKERS", "workers", "3", func(o *options.Options) { o.Workers = 3 }},
 	{"RESTART_STRATEGY", "restart-strategy", "Env", func(o *options.Options) { o.RestartStrategy = "env" }},
@@ -221,6 +222,7 @@ func TestBareBooleanFlags(t *testing.T) {
 		"restart-on-create": func(o *options.Options) bool { return o.RestartOnCreate },
 		"cronjob-trigger":   func(o *options.Options) bool { return o.CronJobTrigger },
 		"dry-run":           func(o *options.Options) bool { return o.DryRun },
+		"csi":               func(o *options.Options) bool { return o.CSI },
 	} {
 		got, err := options.Parse([]string{"--" + flag}, env(nil), io.Discard)
 		if err != nil {

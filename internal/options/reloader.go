@@ -53,12 +53,10 @@ import (
 //	                                    --alert-sink webhook and
 //	                                    --alert-webhook-url: each restart
 //	                                    posted, none made
-//	--enable-csi-integration            refused, not yet supported:
-//	                                    watcher would restart more, or
-//	                                    less, than Reloader does
+//	--enable-csi-integration            --csi
 //
-// A refused flag stops watcher at start with a message that says so,
-// rather than have it act otherwise than the Reloader it replaces.
+// No flag of Reloader's stops watcher; a value it cannot read does, with a
+// message naming the flag.
 type reloaderFlags struct {
 	autoReloadAll    bool
 	strategy         string
@@ -68,9 +66,9 @@ type reloaderFlags struct {
 	resourceSelector []string
 	enablePprof      bool
 	webhookURL       string
+	csi              bool
 	keys             map[string]*string
 	ignoredBool      map[string]*bool
-	refused          map[string]*string
 	noted            map[string]*string
 }
 
@@ -100,19 +98,13 @@ var reloaderNoted = map[string]string{
 // reloaderBools are those of Reloader's flags given without a value
 // (booleans); the others take the next argument as their value, as in
 // Reloader.
-var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": true, "enable-csi-integration": true}
-
-// reloaderRefused are Reloader's flags watcher does not support yet: with
-// them it would restart more or less than Reloader.
-var reloaderRefused = map[string]string{
-	"enable-csi-integration": "restarts for Secrets Store CSI Driver rotations are not supported yet",
-}
+var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": true}
 
 // bindReloader binds Reloader's flags, hidden from --help (see
 // reloaderFlags).
 func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	r := &reloaderFlags{}
-	r.keys, r.ignoredBool, r.refused, r.noted = map[string]*string{}, map[string]*bool{}, map[string]*string{}, map[string]*string{}
+	r.keys, r.ignoredBool, r.noted = map[string]*string{}, map[string]*bool{}, map[string]*string{}
 	hidden := func(name string) {
 		_ = fs.MarkHidden(name)
 		fs.SetAnnotation(name, reloaderAnnotation, []string{"true"})
@@ -135,26 +127,24 @@ func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	hidden("enable-pprof")
 	fs.Var(secret{&r.webhookURL}, "webhook-url", "Reloader's: post each restart to this URL instead of making it (watcher's --dry-run with --alert-on-reload to a webhook sink)")
 	hidden("webhook-url")
+	fs.Var(boolean{&r.csi}, "enable-csi-integration", "Reloader's: restart on Secrets Store CSI Driver rotations (watcher's --csi)")
+	fs.Lookup("enable-csi-integration").NoOptDefVal = "true"
+	hidden("enable-csi-integration")
 	for name, def := range reloaderKeys {
 		v := def
 		r.keys[name] = &v
 		fs.StringVar(&v, name, def, "Reloader's annotation key (watcher's --annotation-keys)")
 		hidden(name)
 	}
-	// The noted and the refused flags only say what watcher does instead.
-	for _, set := range []struct {
-		flags map[string]string
-		into  map[string]*string
-	}{{reloaderNoted, r.noted}, {reloaderRefused, r.refused}} {
-		for name, what := range set.flags {
-			v := ""
-			set.into[name] = &v
-			fs.StringVar(&v, name, "", "Reloader's; "+what)
-			if reloaderBools[name] {
-				fs.Lookup(name).NoOptDefVal = "true"
-			}
-			hidden(name)
+	// The noted flags only say what watcher does instead.
+	for name, what := range reloaderNoted {
+		v := ""
+		r.noted[name] = &v
+		fs.StringVar(&v, name, "", "Reloader's; "+what)
+		if reloaderBools[name] {
+			fs.Lookup(name).NoOptDefVal = "true"
 		}
+		hidden(name)
 	}
 	return r
 }
@@ -175,8 +165,6 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 		}
 		used = true
 		switch {
-		case r.refused[f.Name] != nil && *r.refused[f.Name] != "" && *r.refused[f.Name] != "false":
-			errs = append(errs, fmt.Sprintf("Reloader's --%s: %s", f.Name, reloaderRefused[f.Name]))
 		case r.noted[f.Name] != nil:
 			o.Notes = append(o.Notes, fmt.Sprintf("Reloader's --%s accepted: %s", f.Name, reloaderNoted[f.Name]))
 		case r.keys[f.Name] != nil && *r.keys[f.Name] != reloaderKeys[f.Name] && !given("annotation-keys", "ANNOTATION_KEYS"):
@@ -236,6 +224,9 @@ func (o *Options) applyReloader(r *reloaderFlags, fs *pflag.FlagSet, given func(
 	}
 	if r.webhookURL != "" {
 		o.webhookInstead(r.webhookURL, given)
+	}
+	if r.csi && !given("csi", "CSI") {
+		o.CSI = true
 	}
 	if r.enablePprof && !given("pprof-addr", "PPROF_ADDR") {
 		o.PprofAddr = ":6060"

@@ -41,6 +41,10 @@ type Kind string
 const (
 	ConfigMap Kind = "ConfigMap"
 	Secret    Kind = "Secret"
+	// SecretProviderClass is no reference of the pod spec: a workload whose
+	// pods mount a class through the Secrets Store CSI Driver is given one
+	// (package csi), its keys the ids of the objects mounted.
+	SecretProviderClass Kind = "SecretProviderClass"
 )
 
 // Ref is one ConfigMap or Secret a pod template uses, in the pod's namespace.

@@ -128,9 +128,26 @@ func TestReloaderArguments(t *testing.T) {
 		g.Consistently(func() int { return replicaSets(t, web) }, quietE2E).Should(Equal(rs), "nothing restarted")
 	})
 
-	t.Run("refused", func(t *testing.T) {
-		code, out := runWatcher(t, nil, "--enable-csi-integration", "--lease-namespace=default")
-		NewWithT(t).Expect(code).To(Equal(2), out)
-		NewWithT(t).Expect(out).To(ContainSubstring("--enable-csi-integration"))
+	t.Run("every flag at once", func(t *testing.T) {
+		// No flag of Reloader's stops watcher: with all of them it starts,
+		// each mapped (--enable-csi-integration is watcher's --csi, see
+		// TestCSIRotationRollout).
+		g := NewWithT(t)
+		ns := namespace(t)
+		startWatcher(t, "watcher", ns, "--auto-reload-all=true", "--reload-strategy=env-vars", "--reload-on-create=true", "--reload-on-delete=true",
+			"--namespace-selector=team:*", "--namespaces-to-ignore=kube-system", "--resources-to-ignore=configmaps", "--ignored-workload-types=jobs,cronjobs",
+			"--resource-label-selector=reloader:enabled", "--log-format=json", "--log-level=debug", "--enable-ha=true", "--is-Argo-Rollouts=true",
+			"--sync-after-restart", "--enable-csi-integration", "--enable-pprof", "--pprof-addr=127.0.0.1:0", "--webhook-url=http://127.0.0.1:1/hook",
+			"--auto-annotation=example.com/auto", "--configmap-annotation=example.com/cm", "--secret-annotation=example.com/sec",
+			"--configmap-auto-annotation=example.com/cm-auto", "--secret-auto-annotation=example.com/sec-auto", "--auto-search-annotation=example.com/search",
+			"--search-match-annotation=example.com/match", "--ignore-annotation=example.com/ignore", "--pause-deployment-annotation=example.com/pause",
+			"--pause-deployment-time-annotation=example.com/paused-at").WaitReady(t)
+		g.Eventually(func(g Gomega) settings.Settings { return published(g, ns) }, wait).Should(And(
+			HaveField("Discovery", "all"),
+			HaveField("NamespaceSelector", "team"),
+			HaveField("IgnoreConfigMapNamespaces", ConsistOf("*")),
+			HaveField("IgnoreWorkloadKinds", ConsistOf("Job", "CronJob")),
+			HaveField("AnnotationKeys", HaveLen(9)),
+		))
 	})
 }

@@ -113,9 +113,10 @@ ConfigMaps, Secrets and workloads, patch workloads (the restart), write
 Events; read, patch (the record), delete and create Jobs (a Job's restart
 re-creates it) unless discovery.ignoreWorkloadKinds has Job, else create
 Jobs with the CronJob trigger (get and delete the running ones of a
-concurrencyPolicy: Replace CronJob); Argo Rollouts and ReloadPolicies if
-enabled. Nothing may update or delete a ConfigMap or a Secret, and no Pod
-is ever created. */}}
+concurrencyPolicy: Replace CronJob); Argo Rollouts, ReloadPolicies and the
+CSI driver's pod statuses (with get on pods and ReplicaSets) if enabled.
+Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
+created. */}}
 {{- define "watcher.workloadRules" -}}
 - apiGroups: [""]
   resources: [configmaps, secrets]
@@ -155,6 +156,17 @@ is ever created. */}}
 - apiGroups: [bitnami.com]
   resources: [sealedsecrets]
   verbs: [get, list, watch]
+{{- end }}
+{{- if .Values.csi.enabled }}
+- apiGroups: [secrets-store.csi.x-k8s.io]
+  resources: [secretproviderclasspodstatuses]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [get]
 {{- end }}
 - apiGroups: [events.k8s.io]
   resources: [events]
@@ -199,6 +211,7 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
 {{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
 {{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}
+{{- include "watcher.env" (list "CSI" .Values.csi.enabled) }}
 {{- include "watcher.env" (list "RESTART_BUDGET" .Values.safety.restartBudget) }}
 {{- include "watcher.env" (list "FLAP_THRESHOLD" .Values.safety.flapThreshold) }}
 {{- include "watcher.env" (list "FLAP_QUIET" .Values.safety.flapQuiet) }}

@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// mounted adds to in, for the workload obj, one reference per
+// SecretProviderClass its pods mount through the Secrets Store CSI Driver
+// and it opted in to (csi.Refs): the objects mounted are its keys, the
+// hashes of their versions the keys' hashes. plan.Decide then adopts a
+// class seen for the first time, and restarts the workload, once, when
+// the versions differ from those recorded; the restart goes through the
+// guards, the strategy and the Event like any other.
+func (r *Reconciler) mounted(obj client.Object, in *plan.Input) {
+	if r.mounts == nil {
+		return
+	}
+	kind, ok := workload.Of(obj)
+	if !ok {
+		return
+	}
+	key := object.Ref{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	classes, configs := csi.Refs(r.mounts.Mounted(key), in.Recorded, in.Annotations)
+	for _, ref := range classes {
+		if _, dup := in.Configs[ref.ID()]; !dup {
+			in.Refs = append(in.Refs, ref)
+			in.Configs[ref.ID()] = configs[ref.ID()]
+		}
+	}
+}

@@ -1,0 +1,192 @@
+// Package csi follows the rotations of the Secrets Store CSI Driver
+// (sigs.k8s.io/secrets-store-csi-driver): for every pod that mounts a
+// SecretProviderClass, the driver keeps one SecretProviderClassPodStatus
+// (secrets-store.csi.x-k8s.io/v1) listing the objects it mounted and their
+// versions, and rewrites it when a rotation fetches new versions. A
+// workload whose pods mount a class it opted in to (OptedIn) is restarted
+// when the versions change, as Reloader does with --enable-csi-integration.
+//
+// A status is kept in memory as a Status (Transform): its name, its pod,
+// its class and, per object, a hash of the object's version; nothing else
+// (the target path, labels) is kept. Its pod's workload is found with a GET
+// of the pod's metadata and of its ReplicaSet's (Owners), cached per pod,
+// without any pod informer.
+//
+// The controller decides the restart like one for a ConfigMap: the class
+// is a reference of the workload ("SecretProviderClass/name") whose keys
+// are the objects' ids and whose key hashes are their version hashes, kept
+// in the workload's record (package plan). A class seen for the first time
+// is adopted; later versions restart the workload once, however many of
+// its pods' statuses carry them, since the record then holds them; the
+// record survives a restart of watcher. Which versions are current for a
+// workload and a class (tracker.current):
+//
+//	statuses known                          current versions
+//	some written while watched (live)       those of the latest written
+//	                                        (a rotation, or a new pod's mount),
+//	                                        kept after its status goes
+//	only listed at start-up                 among those created last (to the
+//	                                        second: the latest mounts), those
+//	                                        most hold (ties: the smallest
+//	                                        digest)
+//	none                                    unknown: the record is kept
+//
+// Versions are opaque (no order can be told from them), so the order of the
+// writes decides: a pod's status is written at its mount, with the
+// provider's versions of then, and at each rotation. The statuses of a
+// workload's old pods, not rotated yet, must not roll it back while its
+// new pods, mounted with the new versions, replace them.
+package csi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/refs"
+)
+
+// GVK and GVR name SecretProviderClassPodStatuses.
+var (
+	GVK = schema.GroupVersionKind{Group: "secrets-store.csi.x-k8s.io", Version: "v1", Kind: "SecretProviderClassPodStatus"}
+	GVR = GVK.GroupVersion().WithResource("secretproviderclasspodstatuses")
+)
+
+// Status is a SecretProviderClassPodStatus as kept in memory.
+type Status struct {
+	metav1.TypeMeta
+	// ObjectMeta holds the namespace, name, UID, resourceVersion, creation
+	// time (the first mount) and the owner references (the driver names
+	// the pod) only.
+	metav1.ObjectMeta
+	// Pod and Class are status.podName and status.secretProviderClassName.
+	Pod, Class string
+	// Mounted is status.mounted.
+	Mounted bool
+	// Objects maps each object's id (status.objects[].id) to VersionHash
+	// of its version.
+	Objects map[string]string
+	// Digest is Digest(Class, Objects).
+	Digest string
+}
+
+// DeepCopyObject implements runtime.Object.
+func (s *Status) DeepCopyObject() runtime.Object {
+	c := *s
+	s.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.Objects = make(map[string]string, len(s.Objects))
+	for k, v := range s.Objects {
+		c.Objects[k] = v
+	}
+	return &c
+}
+
+// VersionHash is the hash of one object's version kept in memory and in
+// the workload's record: short, and naming the object too, so that equal
+// versions of two objects hash apart.
+func VersionHash(id, version string) string {
+	sum := sha256.Sum256([]byte(id + "\x00" + version))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Digest is the hash of a status: its class and each object's id and
+// version hash, in the order of the ids. Two statuses with the same digest
+// say the same versions of the same class.
+func Digest(class string, objects map[string]string) string {
+	ids := make([]string, 0, len(objects))
+	for id := range objects {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	b.WriteString(class)
+	for _, id := range ids {
+		b.WriteString("\x00" + id + "@" + objects[id])
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Rotation names one rotation of a class for a workload: whatever number
+// of its pods' statuses carry the same versions, they are one rotation.
+type Rotation struct {
+	Workload object.Ref
+	Class    string
+	// Digest is the Digest of the versions.
+	Digest string
+}
+
+// Transform returns a cache transform that replaces a
+// SecretProviderClassPodStatus (an unstructured object) by a Status.
+// Objects already transformed, and any other object, pass through.
+func Transform() toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		return FromUnstructured(u), nil
+	}
+}
+
+// FromUnstructured returns the Status of a SecretProviderClassPodStatus.
+// Malformed fields read as absent.
+func FromUnstructured(u *unstructured.Unstructured) *Status {
+	s := &Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: GVK.GroupVersion().String(), Kind: GVK.Kind},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(),
+			ResourceVersion: u.GetResourceVersion(), OwnerReferences: u.GetOwnerReferences(),
+			CreationTimestamp: u.GetCreationTimestamp(),
+		},
+		Objects: map[string]string{},
+	}
+	s.Pod, _, _ = unstructured.NestedString(u.Object, "status", "podName")
+	s.Class, _, _ = unstructured.NestedString(u.Object, "status", "secretProviderClassName")
+	s.Mounted, _, _ = unstructured.NestedBool(u.Object, "status", "mounted")
+	objs, _, _ := unstructured.NestedSlice(u.Object, "status", "objects")
+	for _, o := range objs {
+		m, ok := o.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, _ := m["id"].(string)
+		version, _ := m["version"].(string)
+		if id != "" {
+			s.Objects[id] = VersionHash(id, version)
+		}
+	}
+	s.Digest = Digest(s.Class, s.Objects)
+	return s
+}
+
+// PodUID returns the UID of the pod the driver names as the status's
+// owner; "" when it names none.
+func (s *Status) PodUID() string {
+	for _, o := range s.OwnerReferences {
+		if o.Kind == "Pod" && o.Name == s.Pod {
+			return string(o.UID)
+		}
+	}
+	return ""
+}
+
+// OptedIn tells whether a workload whose annotations (optin.Of) are ann
+// opted in to restarts for rotations of class, as in Reloader: a reload
+// list (secretproviderclass.reloader.stakater.com/reload) names it, or an
+// auto annotation (secretproviderclass.reloader.stakater.com/auto,
+// reloader.stakater.com/auto, watcher.dev/auto) is true. Unlike for
+// ConfigMaps and Secrets, watcher's --discovery all does not opt in: a
+// rotation restarts only workloads that asked for it.
+func OptedIn(ann map[string]string, class string) bool {
+	return optin.AutoFor(ann, refs.SecretProviderClass) == optin.On || optin.Named(ann, refs.SecretProviderClass, class)
+}
