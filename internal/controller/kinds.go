@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"sync"
 	"errors"
 	"time"
 
@@ -53,6 +56,9 @@ type optionalKinds struct {
 	apis   []optionalAPI
 	served *served.Watcher
 	log    logr.Logger
+
+	mu       sync.Mutex
+	answered map[string]bool // the APIs asked about once, by name
 }
 
 // NeedLeaderElection is false: see optionalKinds.
@@ -72,6 +78,33 @@ func (o *optionalKinds) Start(ctx context.Context) error {
 	return nil
 }
 
+// answer notes that the API called name was asked about.
+func (o *optionalKinds) answer(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.answered == nil {
+		o.answered = map[string]bool{}
+	}
+	o.answered[name] = true
+}
+
+// Checked is a readiness check: it passes once every optional API was
+// asked about once (answered or not), so that a watcher reported ready
+// follows the optional APIs the API server serves (their informers then
+// start; what is created before they have listed is found, not reported
+// as created). A failed discovery call counts as asked: readiness never
+// waits on discovery.
+func (o *optionalKinds) Checked(*http.Request) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range o.apis {
+		if !o.answered[a.Name()] {
+			return fmt.Errorf("%s not looked up in discovery yet", a.Name())
+		}
+	}
+	return nil
+}
+
 // retryEnable is how long to wait before asking again about an API that
 // could not be enabled.
 const retryEnable = 10 * time.Second
@@ -79,6 +112,7 @@ const retryEnable = 10 * time.Second
 // apply enables a if it is served and disables it if it is not; it
 // returns how long to wait before asking again (see served.Func).
 func (o *optionalKinds) apply(ctx context.Context, a optionalAPI, ans served.Answer) time.Duration {
+	defer o.answer(a.Name())
 	switch {
 	case !ans.Known:
 	case ans.Served && !a.Enabled():

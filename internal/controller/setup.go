@@ -269,9 +269,11 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if mounts != nil {
 		apis = append(apis, mounts)
 	}
-	return mgr.Add(&optionalKinds{
-		apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds"),
-	})
+	kinds := &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
+	if err := mgr.AddReadyzCheck("optional-apis", kinds.Checked); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr.Add(kinds)
 }
 
 // workloadChanged passes the workload events that can change a decision:

@@ -165,9 +165,10 @@ func (w *Watcher) Follow(api API, fn Func) {
 // their caches are as warm as the leader's.
 func (w *Watcher) NeedLeaderElection() bool { return false }
 
-// Start implements manager.Runnable: it watches the CRDs (or falls back
-// to asking every Fallback), queues one check of every followed API and
-// runs the checks until ctx is done.
+// Start implements manager.Runnable: it queues one check of every
+// followed API at once, watches the CRDs (or falls back to asking every
+// Fallback), checks every API once more when the CRDs are listed, and runs
+// the checks until ctx is done.
 func (w *Watcher) Start(ctx context.Context) error {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
@@ -179,6 +180,19 @@ func (w *Watcher) Start(ctx context.Context) error {
 		<-ctx.Done()
 		q.ShutDown()
 	}()
+	// The first checks do not wait for the CRDs' informer: an API served
+	// at start is followed at once (a SealedSecret created right after
+	// watcher starts is seen created, not found in an initial list).
+	w.mu.Lock()
+	w.started = true
+	w.ctx = ctx
+	names := make([]string, 0, len(w.follows))
+	for name := range w.follows {
+		names = append(names, name)
+		go w.work(ctx)
+		q.Add(name)
+	}
+	w.mu.Unlock()
 
 	store, err := w.watch(ctx)
 	if ctx.Err() != nil {
@@ -200,13 +214,15 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.store = store
-	w.started = true
-	w.ctx = ctx
-	for name := range w.follows {
-		go w.work(ctx)
-		q.Add(name)
-	}
 	w.mu.Unlock()
+	if store != nil {
+		// Once more now that the CRDs are known: a CRD made between the
+		// first checks and the informer's list is in that list, which
+		// changes nothing by itself.
+		for _, name := range names {
+			q.Add(name)
+		}
+	}
 	if store == nil {
 		go w.poll(ctx, fallback)
 	}
