@@ -2,10 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
-	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
