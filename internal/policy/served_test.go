@@ -69,6 +69,9 @@ func TestWatcherFollowsTheCRDWatch(t *testing.T) {
 	defer cancel()
 
 	g.Eventually(w.Synced, 5*time.Second, 10*time.Millisecond).Should(gomega.BeTrue(), "synced without the CRD")
+	// The fake client's watch replays nothing: a CRD is made once the CRDs
+	// are listed and followed, as the API server's watch would have it.
+	g.Eventually(sw.Watching, 5*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
 	g.Expect(w.On()).To(gomega.BeFalse())
 
 	crd := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},

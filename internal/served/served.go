@@ -279,6 +279,14 @@ func (w *Watcher) check(ctx context.Context, name string) {
 	}
 }
 
+// Watching tells whether the CRDs are watched (listed, and followed from
+// then on); false before, and when asking every Fallback instead.
+func (w *Watcher) Watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.store != nil
+}
+
 // ask asks the discovery API whether api is served.
 func (w *Watcher) ask(api API) Answer { return Ask(w.discovery, api, w.Log) }
 

@@ -132,7 +132,10 @@ func TestFollowsTheCRD(t *testing.T) {
 	w.Follow(rollouts, a.follow)
 	start(t, w)
 
-	g.Eventually(a.len, 5*time.Second, 10*time.Millisecond).Should(Equal(1))
+	// At start, and once more when the CRDs are listed (unless that check
+	// was still queued).
+	g.Eventually(w.Watching, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
+	g.Eventually(a.len, 5*time.Second, 10*time.Millisecond).Should(BeNumerically(">=", 1))
 	g.Expect(a.last()).To(Equal(Answer{Known: true}), "at start, without the CRD")
 
 	created := time.Now()
