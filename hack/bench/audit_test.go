@@ -112,3 +112,30 @@ func TestAuditRequestEviction(t *testing.T) {
 		g.Expect(e.request()).To(Equal(want))
 	}
 }
+
+// TestCountWrites: the writes of every user in the window are counted,
+// once each, by user and request; reads, Leases, Events and what falls
+// outside the window are not.
+func TestCountWrites(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	const dc = "system:serviceaccount:kube-system:deployment-controller"
+	lines := []string{
+		auditLine("p0", "ResponseComplete", "patch", "/x", "bench-controller", "deployments", at(0.5)), // before
+		auditLine("p1", "ResponseComplete", "patch", "/x", "bench-controller", "deployments", at(1)),
+		auditLine("u1", "ResponseComplete", "update", "/x", dc, "deployments", at(1.1)),
+		auditLine("u2", "ResponseComplete", "update", "/x", dc, "replicasets", at(1.2)),
+		auditLine("g1", "ResponseComplete", "get", "/x", dc, "deployments", at(1.3)),
+		auditLine("l1", "ResponseComplete", "update", "/x", dc, "leases", at(1.4)),
+		auditLine("e1", "ResponseComplete", "create", "/x", dc, "events", at(1.5)),
+		auditLine("p2", "ResponseComplete", "patch", "/x", "bench-controller", "deployments", at(3)), // after
+	}
+	got, err := countWrites(strings.NewReader(strings.Join(lines, "\n")+"\n"), at(1), at(2))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(map[string]int{
+		"bench-controller patch deployments": 1,
+		dc + " update deployments":           1,
+		dc + " update replicasets":           1,
+	}))
+}

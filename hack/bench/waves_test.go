@@ -14,6 +14,7 @@ func TestWriteWaves(t *testing.T) {
 		Workloads: 20, Replicas: 3, PDB: true, ReadyDelay: "2s", ControllerCmd: "bin/watcher --restart-strategy=evict", RollAll: 41.5,
 		replacementResult: replacementResult{PeakUnavailable: 1, PeakUnavailableAll: 10, PeakRolling: 10, NewPods: 60, ReplacedOnce: true, Done: true},
 		Requests:          map[string]int{"create pods/eviction": 60, "list pods": 130},
+		InstallWrites:     map[string]int{"bench-controller patch deployments": 20, "system:serviceaccount:kube-system:deployment-controller update deployments/status": 20},
 	})).To(Succeed())
 	g.Expect(b.String()).To(Equal(`scenario                  20 Deployments of 3 replica(s) with a PodDisruptionBudget (maxUnavailable 1) each share one ConfigMap, changed once; pods Ready 2s after scheduling
 controller                bin/watcher --restart-strategy=evict
@@ -26,6 +27,10 @@ RSS peak                  0.0 MiB
 API requests of the controller during the change  all   per restart
   create pods/eviction                            60    3.00
   list pods                                       130   6.50
+writes at install, every user (Leases, Events left out)  all   per workload
+  in all                                                  40    2.00
+  bench-controller patch deployments                      20    1.00
+  system:serviceaccount:kube-system:deployment-controller update deployments/status  20    1.00
 `))
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // auditPolicy records every request at level Metadata (user, verb, resource,
@@ -31,7 +32,11 @@ const auditLogName = "audit.log"
 // the stage (the default blocking mode, no batching delay).
 func (c *Cluster) auditArgs() ([]string, error) {
 	policy := filepath.Join(c.dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	text := auditPolicy
+	if c.auditAdmin {
+		text = strings.Replace(text, `"`+adminUser+`", `, "", 1)
+	}
+	if err := os.WriteFile(policy, []byte(text), 0o600); err != nil {
 		return nil, fmt.Errorf("write audit policy: %w", err)
 	}
 	return []string{

@@ -70,6 +70,11 @@ type Options struct {
 	// the admin user nor of kube-apiserver itself) at level Metadata, so a
 	// benchmark can count a controller's requests by verb.
 	AuditLog bool
+	// AuditAdmin also logs the admin user's requests: those of the
+	// cluster's own components (kube-controller-manager, the scheduler,
+	// kwok), so that a benchmark can count their reactions to a
+	// controller's writes. The driver's own requests are then logged too.
+	AuditAdmin bool
 }
 
 // User is a token-authenticated user with no permissions of its own,
@@ -96,8 +101,9 @@ type Cluster struct {
 	// empty.
 	AuditLogPath string
 
-	dir   string
-	creds *credentials
+	auditAdmin bool
+	dir        string
+	creds      *credentials
 
 	mu        sync.Mutex
 	procs     []*Process // in start order; Stop goes in reverse
@@ -146,6 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if opts.AuditLog {
 		c.AuditLogPath = filepath.Join(c.LogDir, auditLogName)
+		c.auditAdmin = opts.AuditAdmin
 	}
 	if err := c.startAPIServer(ctx); err != nil {
 		return nil, err
