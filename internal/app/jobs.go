@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -29,10 +30,7 @@ func ignoreJobsUnlessAllowed(ctx context.Context, cfg *rest.Config, o *options.O
 	if err != nil {
 		return
 	}
-	namespaces := o.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
+	namespaces := object.Namespaces(o.Namespaces)
 	for _, ns := range namespaces {
 		for _, verb := range []string{"list", "watch"} {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{

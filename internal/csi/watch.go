@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
@@ -87,15 +86,8 @@ func (w *Watcher) Enable(ctx context.Context) error {
 	if w.Enabled() {
 		return nil
 	}
-	namespaces := w.opts.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
-	var notIn []fields.Selector
-	for _, ns := range w.opts.IgnoreNamespaces {
-		notIn = append(notIn, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-	}
-	field := fields.AndSelectors(notIn...).String()
+	namespaces := object.Namespaces(w.opts.Namespaces)
+	field := object.NotIn(w.opts.IgnoreNamespaces)
 	ctx, cancel := context.WithCancel(ctx)
 	st := newTracker()
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(

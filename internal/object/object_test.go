@@ -28,3 +28,18 @@ func TestCompare(t *testing.T) {
 		t.Errorf("sorted %v, want %v", refs, want)
 	}
 }
+
+func TestNamespaces(t *testing.T) {
+	if got := Namespaces(nil); !slices.Equal(got, []string{""}) {
+		t.Errorf("Namespaces(nil) = %q, want every namespace", got)
+	}
+	if got := Namespaces([]string{"a", "b"}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Namespaces(a, b) = %q", got)
+	}
+	if got := NotIn(nil); got != "" {
+		t.Errorf("NotIn(nil) = %q, want none", got)
+	}
+	if got, want := NotIn([]string{"kube-system", "team-a"}), "metadata.namespace!=kube-system,metadata.namespace!=team-a"; got != want {
+		t.Errorf("NotIn = %q, want %q", got, want)
+	}
+}

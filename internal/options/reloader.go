@@ -68,7 +68,6 @@ type reloaderFlags struct {
 	webhookURL       string
 	csi              bool
 	keys             map[string]*string
-	ignoredBool      map[string]*bool
 	noted            map[string]*string
 }
 
@@ -104,7 +103,7 @@ var reloaderBools = map[string]bool{"enable-ha": true, "sync-after-restart": tru
 // reloaderFlags).
 func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 	r := &reloaderFlags{}
-	r.keys, r.ignoredBool, r.noted = map[string]*string{}, map[string]*bool{}, map[string]*string{}
+	r.keys, r.noted = map[string]*string{}, map[string]*string{}
 	hidden := func(name string) {
 		_ = fs.MarkHidden(name)
 		fs.SetAnnotation(name, reloaderAnnotation, []string{"true"})

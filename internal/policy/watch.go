@@ -17,6 +17,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -266,10 +267,7 @@ var api = served.API{GroupVersion: v1alpha1.GroupVersion.String(), Resource: Res
 
 // on starts one informer per watched namespace.
 func (w *Watcher) on(ctx context.Context) {
-	namespaces := w.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
+	namespaces := object.Namespaces(w.Namespaces)
 	ctx, cancel := context.WithCancel(ctx)
 	var infs []toolscache.SharedIndexInformer
 	for _, ns := range namespaces {

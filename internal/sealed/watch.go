@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Event reasons, one per reported event.
@@ -83,15 +83,8 @@ func (w *Watcher) Enable(ctx context.Context) error {
 	if w.Enabled() {
 		return nil
 	}
-	namespaces := w.opts.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
-	var notIn []fields.Selector
-	for _, ns := range w.opts.IgnoreNamespaces {
-		notIn = append(notIn, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-	}
-	field := fields.AndSelectors(notIn...).String()
+	namespaces := object.Namespaces(w.opts.Namespaces)
+	field := object.NotIn(w.opts.IgnoreNamespaces)
 	ctx, cancel := context.WithCancel(ctx)
 	var infs []toolscache.SharedIndexInformer
 	for _, ns := range namespaces {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/sealed"
@@ -119,10 +119,7 @@ type Store struct {
 
 // New creates the informers; Start runs them.
 func New(cs kubernetes.Interface, o Options) (*Store, error) {
-	namespaces := o.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
+	namespaces := object.Namespaces(o.Namespaces)
 	workloads := annotated(renamed(o.Keys, slim.Workload(o.Log, o.WorkloadAnnotations...)), o.Annotate)
 	s := &Store{
 		byKind:   map[string]map[string]toolscache.SharedIndexInformer{},
@@ -183,11 +180,7 @@ func (s *Store) add(kind, ns string, inf toolscache.SharedIndexInformer, transfo
 // selectors applies a label selector and, for ConfigMaps and Secrets, the
 // ignored namespaces, on the server side.
 func selectors(labels string, ignore []string) internalinterfaces.TweakListOptionsFunc {
-	var notIn []fields.Selector
-	for _, ns := range ignore {
-		notIn = append(notIn, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-	}
-	field := fields.AndSelectors(notIn...).String()
+	field := object.NotIn(ignore)
 	return func(o *metav1.ListOptions) {
 		o.LabelSelector, o.FieldSelector = labels, field
 	}
