@@ -132,22 +132,22 @@ func (r *Reconciler) patchFailed(ctx context.Context, key workload.Key, obj clie
 	return reconcile.TerminalError(err)
 }
 
-// patchFor builds the one patch for p: the record and the ID of its hash
-// key on the workload's metadata, for a restart the strategy's change of the
+// patchFor builds the one patch for p: the record, its version and the ID
+// of its hash key on the workload's metadata, for a restart the strategy's change of the
 // pod template (where kind keeps it) with the guards' state (state, unless
 // ""), and the resourceVersion precondition.
 // It is a JSON merge patch, unless the strategy's change needs another type
 // (a strategic merge patch for the env strategy): metadata merges alike in
 // both, a null removing an annotation.
 func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Kind, s restart.Strategy, state string) (types.PatchType, []byte) {
-	var record, key any = nil, nil // Forget removes the annotations
+	var record, key, version any = nil, nil, nil // Forget removes the annotations
 	if p.Action != plan.Forget {
-		record, key = p.Record.String(), hashKeyID
+		record, key, version = p.Record.String(), hashKeyID, plan.FormatVersion(p.Record, p.Version)
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": obj.GetResourceVersion(),
-			"annotations":     map[string]any{plan.RecordAnnotation: record, plan.HashKeyAnnotation: key},
+			"annotations":     map[string]any{plan.RecordAnnotation: record, plan.HashKeyAnnotation: key, plan.VersionAnnotation: version},
 		},
 	}
 	patchType := types.MergePatchType

@@ -19,12 +19,12 @@ func TestPatchFor(t *testing.T) {
 		action plan.Action
 		want   string
 	}{
-		{plan.Forget, `{"metadata":{"annotations":{"watcher.dev/config-hashes":null,"watcher.dev/hash-key":null},"resourceVersion":"7"}}`},
-		{plan.Adopt, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"}}`},
-		{plan.Restart, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}`},
+		{plan.Forget, `{"metadata":{"annotations":{"watcher.dev/config-hashes":null,"watcher.dev/config-version":null,"watcher.dev/hash-key":null},"resourceVersion":"7"}}`},
+		{plan.Adopt, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/config-version":"42/` + rec.RestartID() + `","watcher.dev/hash-key":"k1"},"resourceVersion":"7"}}`},
+		{plan.Restart, `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":{\"all\":true,\"keys\":{\"a\":\"1\"}}}","watcher.dev/config-version":"42/` + rec.RestartID() + `","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}`},
 	}
 	for _, tt := range tests {
-		pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", workload.Deployment, restart.Annotation{}, "")
+		pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec, Version: "42"}, "k1", workload.Deployment, restart.Annotation{}, "")
 		if got := string(patch); got != tt.want {
 			t.Errorf("%v:\n got %s\nwant %s", tt.action, got, tt.want)
 		}
@@ -41,7 +41,7 @@ func TestPatchForNestedTemplate(t *testing.T) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
 	_, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", cronJob, restart.Annotation{}, "")
 	got := string(patch)
-	want := `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}}}`
+	want := `{"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/config-version":null,"watcher.dev/hash-key":"k1"},"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + rec.RestartID() + `"}}}}}}}`
 	if got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}

@@ -161,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart", "changes", len(p.Changes))
 		p = adopted(p)
 	}
-	if p.Action == plan.Restart {
+	if plan.StoreMayLag(in, p) {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
 			return plan.Plan{}, err
 		}
@@ -178,7 +178,10 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 // saw a newer ConfigMap than this replica's store holds: another active
 // replica in the redis and none modes, the previous leader at a lease
 // handover. Restarting from the store would roll the workload back to older
-// content, then forward again.
+// content, then forward again. It is called only when the record's version
+// does not show the store to be at least as new (plan.StoreMayLag): in the
+// usual case, a change seen after the record was written, the restart
+// costs the patch alone.
 func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input, p plan.Plan) (plan.Plan, error) {
 	for _, c := range p.Changes {
 		if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
@@ -249,9 +252,10 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 			}
 			in.Recorded = nil
 		}
+		in.Version = plan.ParseVersion(obj.GetAnnotations()[plan.VersionAnnotation], in.Recorded)
 	}
 	if rec, ok := r.dryFor(obj, applied).record(obj); ok {
-		in.Recorded = rec // what watcher would have written
+		in.Recorded, in.Version = rec, "" // what watcher would have written
 	}
 	for _, ref := range in.Refs {
 		cfg, err := r.config(ctx, obj.GetNamespace(), ref, report)
@@ -284,7 +288,7 @@ func (r *Reconciler) configOf(ctx context.Context, obj client.Object, keys map[s
 	if report {
 		r.checkAnnotations(ctx, obj)
 	}
-	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels()}
+	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels(), Version: obj.GetResourceVersion()}
 }
 
 // checkAnnotations reports malformed annotations on obj: the opt-out

@@ -37,7 +37,7 @@ func TestPatchForStrategies(t *testing.T) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7", Annotations: map[string]string{
 		restart.ContainersAnnotation: "app,side;init",
 	}}}
-	const meta = `"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/hash-key":"k1"},"resourceVersion":"7"}`
+	const meta = `"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/config-version":null,"watcher.dev/hash-key":"k1"},"resourceVersion":"7"}`
 	annotation := `{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + id + `"}}}`
 	env := `{"spec":{"containers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"app"},{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"side"}],` +
 		`"initContainers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"init"}]}}`

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -21,28 +23,37 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// TestVerifyRestarts: a replica whose store still holds an older ConfigMap
-// than the one another replica (or the previous leader) recorded on the
-// workload must not roll the workload back to it: the restart is verified
-// against the API server. Deciding from the store alone would restart.
-func TestVerifyRestarts(t *testing.T) {
+// verifyCase is a workload web using ConfigMap cfg, its record made from
+// cfg's content recorded at version recordedAt, the store holding stored
+// at resourceVersion "5" and the API server server.
+type verifyCase struct {
+	recorded, stored, server string
+	recordedAt               string // "": no version recorded
+}
+
+// setUp starts a store and a reconciler for c; gets counts the reads of
+// ConfigMaps from the API server.
+func (c verifyCase) setUp(t *testing.T, ctx context.Context) (r *Reconciler, st *store.Store, apiServer client.Client, gets *atomic.Int32) {
+	t.Helper()
 	hasher := hash.NewHasher([]byte("0123456789abcdef0123"))
 	cm := func(v string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"a": v}}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", ResourceVersion: "5"}, Data: map[string]string{"a": v}}
 	}
 	src := hash.Source{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}
-	newest := plan.Record{"ConfigMap/cfg": &plan.Entry{All: true, Keys: hasher.Of(src, map[string][]byte{"a": []byte("v3")}).Keys}}
+	recorded := plan.Record{"ConfigMap/cfg": &plan.Entry{All: true, Keys: hasher.Of(src, map[string][]byte{"a": []byte(c.recorded)}).Keys}}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "7", Annotations: map[string]string{
-			plan.RecordAnnotation: newest.String(), plan.HashKeyAnnotation: hasher.ID(),
+			plan.RecordAnnotation: recorded.String(), plan.HashKeyAnnotation: hasher.ID(),
 		}},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
 		}}}}},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := store.New(kubefake.NewClientset(dep.DeepCopy(), cm("v2")), store.Options{Hasher: hasher, WorkloadAnnotations: []string{plan.RecordAnnotation, plan.HashKeyAnnotation}})
+	if c.recordedAt != "" {
+		dep.Annotations[plan.VersionAnnotation] = plan.FormatVersion(recorded, c.recordedAt).(string)
+	}
+	st, err := store.New(kubefake.NewClientset(dep.DeepCopy(), cm(c.stored)), store.Options{Hasher: hasher,
+		WorkloadAnnotations: []string{plan.RecordAnnotation, plan.HashKeyAnnotation, plan.VersionAnnotation}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +61,66 @@ func TestVerifyRestarts(t *testing.T) {
 	if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
 		t.Fatal("store did not sync")
 	}
-	apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm("v3")).Build()
-	r := &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
+	gets = &atomic.Int32{}
+	apiServer = interceptor.NewClient(fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm(c.server)).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.ConfigMap); ok {
+				gets.Add(1)
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	})
+	r = &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
 		Config: Config{Settings: settings.Settings{Annotation: "require-restart"}, Hasher: hasher}, resolve: resolve.New(resolve.Options{})}
+	return r, st, apiServer, gets
+}
+
+// TestVerifyRestarts: a replica whose store still holds an older ConfigMap
+// than the one another replica (or the previous leader) recorded on the
+// workload must not roll the workload back to it: the restart is verified
+// against the API server. Deciding from the store alone would restart.
+func TestVerifyRestarts(t *testing.T) {
+	for name, recordedAt := range map[string]string{"no version recorded": "", "the record newer than the store": "9"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r, st, apiServer, gets := verifyCase{recorded: "v3", stored: "v2", server: "v3", recordedAt: recordedAt}.setUp(t, ctx)
+			testVerifyRestarts(t, ctx, r, st, apiServer)
+			if gets.Load() == 0 {
+				t.Error("the ConfigMap was not read from the API server")
+			}
+		})
+	}
+}
+
+// TestVerifyNotNeeded: a change the store saw after the record was made
+// (the record's version older than the store's object) restarts with the
+// patch alone, the ConfigMap not read again.
+func TestVerifyNotNeeded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, _, apiServer, gets := verifyCase{recorded: "v1", stored: "v2", server: "v2", recordedAt: "3"}.setUp(t, ctx)
+	out, err := r.reconcileWorkload(ctx, workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got appsv1.Deployment
+	if err := apiServer.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]; !restarted || out.Action != plan.Restart {
+		t.Fatalf("not restarted (plan %v)", out.Action)
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("the ConfigMap was read %d times from the API server, want none", n)
+	}
+	if v := plan.ParseVersion(got.Annotations[plan.VersionAnnotation], out.Record); v != "5" {
+		t.Errorf("version recorded %q (annotation %q), want the store's 5", v, got.Annotations[plan.VersionAnnotation])
+	}
+}
+
+func testVerifyRestarts(t *testing.T, ctx context.Context, r *Reconciler, st *store.Store, apiServer client.Client) {
+	t.Helper()
 	key := workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"}
 
 	// The store alone says restart: the scenario is real.
@@ -70,7 +138,7 @@ func TestVerifyRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got appsv1.Deployment
-	if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(dep), &got); err != nil {
+	if err := apiServer.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
 		t.Fatal(err)
 	}
 	if _, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]; restarted || out.Action == plan.Restart {

@@ -57,6 +57,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
@@ -68,6 +70,8 @@ type Config struct {
 	Keys map[string]string
 	// Annotations and Labels are the object's, for the rules.
 	Annotations, Labels map[string]string
+	// Version is the object's resourceVersion, "" when not known.
+	Version string
 }
 
 // Input is everything Decide looks at.
@@ -88,6 +92,9 @@ type Input struct {
 	Refs []refs.Ref
 	// Recorded is the workload's record; nil if it has none.
 	Recorded Record
+	// Version is the newest resourceVersion among the objects Recorded
+	// was made from (ParseVersion), "" when not known.
+	Version string
 	// Configs holds the current state of each reference, keyed by Ref.ID().
 	Configs map[string]Config
 	// RestartOnCreate makes the creation of a referenced object that did
@@ -142,6 +149,9 @@ type Plan struct {
 	Action Action
 	// Record is the record to write for Adopt, Refresh and Restart.
 	Record Record
+	// Version is the newest resourceVersion among the objects Record is
+	// made from, "" when one of them is not known (see VersionAnnotation).
+	Version string
 	// Changes are the reasons for a Restart, sorted by reference.
 	Changes []Change
 	// Ignored lists changes that did not count because a rule said to
@@ -158,6 +168,7 @@ func Decide(in Input) Plan {
 	next := make(Record, len(in.Refs))
 	var p Plan
 	anyUsed, anyPresent := false, false
+	versions := newest{}
 	for _, ref := range in.Refs {
 		verdict, _ := in.Rules.Evaluate(in, ref)
 		if verdict == Drop {
@@ -167,6 +178,7 @@ func Decide(in Input) Plan {
 		id := ref.ID()
 		cfg := in.Configs[id]
 		old, known := in.Recorded[id]
+		versions.add(cfg)
 		if !cfg.Present {
 			next[id] = old // nil when unknown: "did not exist"
 			if in.ReloadOnDelete && old != nil {
@@ -180,6 +192,8 @@ func Decide(in Input) Plan {
 			next[id] = old
 			if !known {
 				next[id] = entryFor(ref, cfg.Keys)
+			} else {
+				versions.unknown() // kept from the record
 			}
 			continue
 		}
@@ -227,7 +241,78 @@ func Decide(in Input) Plan {
 			p.Action = Refresh
 		}
 	}
+	if p.Record != nil {
+		p.Version = versions.String()
+	}
 	return p
+}
+
+// StoreMayLag reports whether the restart p, decided from in, must be
+// decided again from the objects read from the API server: unless every
+// changed ConfigMap and Secret is, in the store, at least as new as the
+// newest object the record was made from (in.Version), the record may have
+// been written by a replica that saw newer content than the store holds,
+// and restarting from the store would roll the workload back.
+// resourceVersions are compared as Kubernetes defines it (comparable
+// within a resource); any that cannot be compared means a read.
+func StoreMayLag(in Input, p Plan) bool {
+	if p.Action != Restart {
+		return false
+	}
+	if in.Version == "" {
+		return true
+	}
+	for _, c := range p.Changes {
+		if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
+			continue // nothing to read again
+		}
+		cfg := in.Configs[c.Ref.ID()]
+		if !cfg.Present {
+			return true // deleted in the store: maybe not on the server
+		}
+		if n, err := resourceversion.CompareResourceVersion(cfg.Version, in.Version); err != nil || n < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// newest finds the newest resourceVersion of the objects a record is made
+// from, and whether every one is known: an entry kept from the record
+// (its object absent or lacking keys in the store) has no version of its own.
+type newest struct {
+	max   string
+	known bool
+	seen  bool
+}
+
+// add counts the object of cfg, an absent one as not known.
+func (v *newest) add(cfg Config) {
+	if !cfg.Present {
+		v.unknown()
+		return
+	}
+	if !v.seen {
+		v.max, v.known, v.seen = cfg.Version, true, true
+	}
+	if !v.known {
+		return
+	}
+	if n, err := resourceversion.CompareResourceVersion(cfg.Version, v.max); err != nil {
+		v.unknown()
+	} else if n > 0 {
+		v.max = cfg.Version
+	}
+}
+
+func (v *newest) unknown() { v.known, v.seen = false, true }
+
+// String returns the newest version, "" when one is not known.
+func (v *newest) String() string {
+	if !v.known {
+		return ""
+	}
+	return v.max
 }
 
 // deleted takes the deletion of the object of ref, recorded as old, as a

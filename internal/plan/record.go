@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // Annotations watcher writes on workloads.
@@ -24,6 +26,13 @@ const (
 	// record's hashes were made with (hash.Hasher.ID). A record made with
 	// another key cannot be compared and is adopted again.
 	HashKeyAnnotation = "watcher.dev/hash-key"
+	// VersionAnnotation, on the workload's metadata, holds the newest
+	// resourceVersion among the objects the record was made from, and the
+	// record's RestartID, which binds it to that record
+	// ("<resourceVersion>/<RestartID>", see FormatVersion). A restart
+	// decided from a store at least that new needs no read of the changed
+	// objects from the API server first (StoreMayLag).
+	VersionAnnotation = "watcher.dev/config-version"
 )
 
 // Record is what a workload's pods were started with: for each ConfigMap or
@@ -71,6 +80,35 @@ func (r Record) String() string {
 // RestartID is the value of RestartAnnotation for r: a short hash of its
 // canonical encoding.
 func (r Record) RestartID() string { return shortSum(r.String()) }
+
+// FormatVersion returns the value of VersionAnnotation for r, made from
+// objects whose newest resourceVersion is version; nil (the annotation
+// removed) when version is "".
+func FormatVersion(r Record, version string) any {
+	if version == "" {
+		return nil
+	}
+	return version + "/" + r.RestartID()
+}
+
+// ParseVersion returns the resourceVersion of a VersionAnnotation value s
+// if it was written with the record r, "" otherwise: a value written by
+// hand, or left by a writer that changed the record and not the version,
+// is not trusted.
+func ParseVersion(s string, r Record) string {
+	version, id, ok := strings.Cut(s, "/")
+	if !ok || len(version) > maxVersion || r == nil || id != r.RestartID() {
+		return ""
+	}
+	if _, err := resourceversion.CompareResourceVersion(version, version); err != nil {
+		return ""
+	}
+	return version
+}
+
+// maxVersion bounds the resourceVersion read from a workload's annotation,
+// which its owner can write: etcd's are 64-bit integers.
+const maxVersion = 20
 
 // Sum returns a short hash of e, for messages ("1a2b3c4d→5e6f7a8b").
 func (e *Entry) Sum() string {
