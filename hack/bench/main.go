@@ -52,6 +52,10 @@ type options struct {
 	PDB        bool
 	ReadyDelay time.Duration
 	Strategy   string
+	// InstallProbe, with Shared, measures the writes of adoption with the
+	// record in each place it could live, instead of running a controller
+	// (probe.go).
+	InstallProbe bool
 
 	ReadyTimeout  time.Duration
 	SettleQuiet   time.Duration
@@ -84,6 +88,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Shared, "shared", 0, "run the shared-ConfigMap scenario instead: this many Deployments of one replica use one ConfigMap, changed once (the whole control plane runs)")
 	fs.IntVar(&o.Replicas, "replicas", 1, "with --shared: replicas of each Deployment")
 	fs.BoolVar(&o.PDB, "pdb", false, "with --shared: a PodDisruptionBudget of maxUnavailable 1 for each Deployment")
+	fs.BoolVar(&o.InstallProbe, "install-probe", false, "with --shared: no controller; measure the writes at install with the record in each place it could live (a label, the ReplicaSet, ConfigMaps of watcher's own, the workload's annotation)")
 	fs.DurationVar(&o.ReadyDelay, "ready-delay", 2*time.Second, "with --shared: how long pods take to become Ready")
 	fs.StringVar(&o.Strategy, "strategy", "", "watcher's --restart-strategy (annotation, env, restarted-at, evict); empty: watcher's default. Only with --watcher")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "longest wait for the controller to be ready")
@@ -104,7 +109,7 @@ func (o *options) validate() error {
 	if err := o.Scenario.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.Watcher == "" && o.ControllerCmd == "" {
+	if o.Watcher == "" && o.ControllerCmd == "" && !o.InstallProbe {
 		errs = append(errs, errors.New("give --watcher or --controller-cmd"))
 	}
 	if o.Strategy != "" && o.ControllerCmd != "" {
@@ -113,8 +118,8 @@ func (o *options) validate() error {
 	if o.Shared < 0 || o.Replicas < 1 {
 		errs = append(errs, errors.New("--shared must not be negative, --replicas must be at least 1"))
 	}
-	if o.Shared == 0 && (o.Replicas != 1 || o.PDB) {
-		errs = append(errs, errors.New("--replicas and --pdb go with --shared"))
+	if o.Shared == 0 && (o.Replicas != 1 || o.PDB || o.InstallProbe) {
+		errs = append(errs, errors.New("--replicas, --pdb and --install-probe go with --shared"))
 	}
 	return errors.Join(errs...)
 }
@@ -134,6 +139,21 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if o.InstallProbe {
+		r, err := runProbe(ctx, o, newProgress(os.Stderr))
+		stop()
+		if err == nil {
+			err = writeProbe(os.Stdout, r)
+		}
+		if err == nil && o.JSONPath != "" {
+			err = writeJSON(r, o.JSONPath)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.Shared > 0 {
 		r, err := runWaves(ctx, o, newProgress(os.Stderr))
 		stop()

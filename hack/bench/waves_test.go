@@ -56,7 +56,7 @@ func TestOptionsShared(t *testing.T) {
 		g.Expect(o.validate()).To(MatchError(ContainSubstring("--strategy is watcher's")))
 		o = base()
 		o.Replicas, o.PDB = 3, true
-		g.Expect(o.validate()).To(MatchError(ContainSubstring("--replicas and --pdb go with --shared")))
+		g.Expect(o.validate()).To(MatchError(ContainSubstring("--replicas, --pdb and --install-probe go with --shared")))
 		o = base()
 		o.Shared, o.Replicas = 2, 0
 		g.Expect(o.validate()).To(MatchError(ContainSubstring("--replicas must be at least 1")))
