@@ -162,7 +162,11 @@ func TestFailedCallsAskedAgain(t *testing.T) {
 	g := NewWithT(t)
 	disc := newDiscovery()
 	disc.set(true, true)
-	w := &Watcher{Log: logr.Discard(), crds: newMetadata(), discovery: disc}
+	mc := newMetadata()
+	// The CRD exists: once discovery answers, it agrees with it.
+	_, err := mc.Resource(CRDs).(metadatafake.MetadataClient).CreateFake(crd(rollouts.CRD()), metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	w := &Watcher{Log: logr.Discard(), crds: mc, discovery: disc}
 	var a answers
 	w.Follow(rollouts, a.follow)
 	start(t, w)
@@ -170,6 +174,10 @@ func TestFailedCallsAskedAgain(t *testing.T) {
 	g.Expect(a.last()).To(Equal(Answer{}))
 	disc.set(true, false)
 	g.Eventually(a.last, 5*time.Second, 10*time.Millisecond).Should(Equal(Answer{Served: true, Known: true}))
+	// The check made once more when the CRDs are listed may come after the
+	// answer: it is not a retry.
+	g.Eventually(w.Watching, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
+	time.Sleep(200 * time.Millisecond)
 	calls := disc.count()
 	g.Consistently(disc.count, time.Second, 50*time.Millisecond).Should(Equal(calls), "asked again after an answer")
 }
