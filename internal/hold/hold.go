@@ -103,6 +103,11 @@ type Guards struct {
 	// wake carries the workloads to decide again into the work queue.
 	wake chan event.TypedGenericEvent[object.Ref]
 
+	// restored is done once every workload in the store that carries the
+	// guards' state was observed (restore), before the first restart is
+	// admitted.
+	restored sync.Once
+
 	mu      sync.Mutex
 	ctx     context.Context // the sweeper's, for the timers
 	held    map[object.Ref]hold
@@ -160,6 +165,7 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 	if g == nil {
 		return guard.Request{}, true
 	}
+	g.restored.Do(func() { g.restore(ctx) })
 	req = g.request(key, obj, p, report)
 	values := g.releaseValues(key, obj, req.Sources)
 	g.mu.Lock()

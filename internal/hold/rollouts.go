@@ -16,6 +16,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Observe updates what the guards know of key from its cached state, at
@@ -65,6 +66,38 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	}
 	g.finished(ctx, cached, f)
 	g.wakeNext(ctx)
+}
+
+// restore observes every workload in the store that carries the guards'
+// state or is rolling, once, before the first restart is admitted: a new
+// process (or a new leader) then knows the rollouts in progress and the
+// failed ones before it decides, instead of as each workload comes up in
+// the queue (a restart held by a failed rollout would otherwise go ahead
+// if its workload came first). One pass over the cache, no request.
+func (g *Guards) restore(ctx context.Context) {
+	if g.store == nil {
+		return
+	}
+	n := 0
+	for _, kind := range workload.Kinds {
+		for _, inf := range g.store.Informers(kind.Name()) {
+			for _, o := range inf.GetStore().List() {
+				m, ok := o.(*metav1.PartialObjectMetadata)
+				if !ok {
+					continue
+				}
+				a := m.GetAnnotations()
+				_, state := a[guard.StateAnnotation]
+				_, rolling := a[guard.RollingAnnotation]
+				if !state && !rolling {
+					continue
+				}
+				g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: m.Namespace, Name: m.Name}, m)
+				n++
+			}
+		}
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Guards' state restored from the cluster", "workloads", n)
 }
 
 // Evicting tells the guards whether the restart by eviction of key (obj,
