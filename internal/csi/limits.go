@@ -85,7 +85,7 @@ func (o Over) Note(status, pod, class string) string {
 			o.Objects, MaxObjects, MaxObjectsBytes, o.Objects-o.Folded, o.Folded, FoldedID))
 	}
 	if o.Shortened > 0 {
-		parts = append(parts, fmt.Sprintf("%d object ids longer than %d bytes or not printable are named by their first characters and a hash", o.Shortened, MaxIDBytes))
+		parts = append(parts, fmt.Sprintf("ids longer than %d bytes or not printable (%d of them) are named by their first characters and a hash", MaxIDBytes, o.Shortened))
 	}
 	return note.Truncate(fmt.Sprintf("SecretProviderClassPodStatus %s (pod %s, SecretProviderClass %s) %s",
 		quote(status), quote(pod), quote(class), strings.Join(parts, "; ")))

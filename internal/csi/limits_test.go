@@ -140,7 +140,7 @@ func TestLimitsOwners(t *testing.T) {
 func TestLimitsNote(t *testing.T) {
 	o := Over{Objects: 300, Folded: 44, Shortened: 2}
 	n := o.Note(strings.Repeat("s", 300), "web-1", "db")
-	for _, want := range []string{`"web-1"`, `"db"`, "300 objects", "the other 44 together", `"(other objects)"`, "2 object ids"} {
+	for _, want := range []string{`"web-1"`, `"db"`, "300 objects", "the other 44 together", `"(other objects)"`, "(2 of them)"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("note %q lacks %q", n, want)
 		}
