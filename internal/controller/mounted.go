@@ -1,6 +1,7 @@
 package controller
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/csi"
@@ -15,7 +16,9 @@ import (
 // hashes of their versions the keys' hashes. plan.Decide then adopts a
 // class seen for the first time, and restarts the workload, once, when
 // the versions differ from those recorded; the restart goes through the
-// guards, the strategy and the Event like any other.
+// guards, the strategy and the Event like any other. A status of a class
+// it opted in to that is over csi's limits is reported once, as a Warning
+// Event csi.ReasonOverLimit on the workload.
 func (r *Reconciler) mounted(obj client.Object, in *plan.Input) {
 	if r.mounts == nil {
 		return
@@ -25,6 +28,9 @@ func (r *Reconciler) mounted(obj client.Object, in *plan.Input) {
 		return
 	}
 	key := object.Ref{Kind: kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	for _, rep := range r.mounts.Reports(key, func(class string) bool { return csi.OptedIn(in.Annotations, class) }) {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, csi.ReasonOverLimit, "Watch", "%s", rep.Note())
+	}
 	classes, configs := csi.Refs(r.mounts.Mounted(key), in.Recorded, in.Annotations)
 	for _, ref := range classes {
 		if _, dup := in.Configs[ref.ID()]; !dup {

@@ -8,7 +8,8 @@
 //
 // A status is kept in memory as a Status (Transform): its name, its pod,
 // its class and, per object, a hash of the object's version; nothing else
-// (the target path, labels) is kept. Its pod's workload is found with a GET
+// (the target path, labels) is kept, and no more than the limits allow
+// (MaxObjects). Its pod's workload is found with a GET
 // of the pod's metadata and of its ReplicaSet's (Owners), cached per pod,
 // without any pod informer.
 //
@@ -39,6 +40,7 @@
 package csi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -65,8 +67,8 @@ var (
 type Status struct {
 	metav1.TypeMeta
 	// ObjectMeta holds the namespace, name, UID, resourceVersion, creation
-	// time (the first mount) and the owner references (the driver names
-	// the pod) only.
+	// time (the first mount) and the owner reference naming the pod (the
+	// driver sets it) only.
 	metav1.ObjectMeta
 	// Pod and Class are status.podName and status.secretProviderClassName.
 	Pod, Class string
@@ -77,6 +79,9 @@ type Status struct {
 	Objects map[string]string
 	// Digest is Digest(Class, Objects).
 	Digest string
+	// Over says how the status is over the limits (see MaxObjects); a
+	// refused status has no pod, class nor objects.
+	Over Over
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -145,7 +150,7 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 		TypeMeta: metav1.TypeMeta{APIVersion: GVK.GroupVersion().String(), Kind: GVK.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(),
-			ResourceVersion: u.GetResourceVersion(), OwnerReferences: u.GetOwnerReferences(),
+			ResourceVersion:   u.GetResourceVersion(),
 			CreationTimestamp: u.GetCreationTimestamp(),
 		},
 		Objects: map[string]string{},
@@ -153,7 +158,15 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 	s.Pod, _, _ = unstructured.NestedString(u.Object, "status", "podName")
 	s.Class, _, _ = unstructured.NestedString(u.Object, "status", "secretProviderClassName")
 	s.Mounted, _, _ = unstructured.NestedBool(u.Object, "status", "mounted")
+	s.OwnerReferences = podOwner(u.GetOwnerReferences(), s.Pod)
+	if bad := cmp.Or(badName("podName", s.Pod), badName("secretProviderClassName", s.Class)); bad != "" {
+		s.Over = Over{Refused: bad}
+		s.Pod, s.Class, s.OwnerReferences = "", "", nil
+		s.Digest = Digest("", s.Objects)
+		return s
+	}
 	objs, _, _ := unstructured.NestedSlice(u.Object, "status", "objects")
+	entries := make([]entry, 0, len(objs))
 	for _, o := range objs {
 		m, ok := o.(map[string]any)
 		if !ok {
@@ -161,12 +174,37 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 		}
 		id, _ := m["id"].(string)
 		version, _ := m["version"].(string)
-		if id != "" {
-			s.Objects[id] = VersionHash(id, version)
+		if id == "" {
+			continue
 		}
+		safe, short := safeID(id)
+		if short {
+			s.Over.Shortened++
+		}
+		entries = append(entries, entry{id: safe, hash: VersionHash(id, version)})
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
+	var folded string
+	s.Objects, folded, s.Over.Folded = keep(entries)
+	if s.Over.Folded > 0 {
+		s.Over.Objects = len(entries)
+		s.Objects[FoldedID] = folded
+	} else if s.Over.Shortened > 0 {
+		s.Over.Objects = len(entries)
 	}
 	s.Digest = Digest(s.Class, s.Objects)
 	return s
+}
+
+// podOwner returns, of refs, the one that names the pod: the only owner
+// reference kept (PodUID).
+func podOwner(refs []metav1.OwnerReference, pod string) []metav1.OwnerReference {
+	for _, o := range refs {
+		if o.Kind == "Pod" && o.Name == pod {
+			return []metav1.OwnerReference{o}
+		}
+	}
+	return nil
 }
 
 // PodUID returns the UID of the pod the driver names as the status's

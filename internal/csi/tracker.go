@@ -22,6 +22,10 @@ type seen struct {
 	// workload is the workload of its pod, once filed.
 	workload object.Ref
 	filed    bool
+	// over, name and pod say how the status is over the limits, for the
+	// Event on its workload.
+	over      Over
+	name, pod string
 }
 
 // slot is one class of one workload.
@@ -46,10 +50,14 @@ type tracker struct {
 	// sent is, per slot, the digest of the current versions last handed to
 	// the controller.
 	sent map[slot]string
+	// told is, per slot, the Over last reported in an Event on the
+	// workload; logged, per status, the Over last logged.
+	told   map[slot]Over
+	logged map[string]Over
 }
 
 func newTracker() *tracker {
-	return &tracker{statuses: map[string]*seen{}, slots: map[slot]map[string]bool{}, classes: map[object.Ref]map[string]bool{}, latest: map[slot]seen{}, sent: map[slot]string{}}
+	return &tracker{statuses: map[string]*seen{}, slots: map[slot]map[string]bool{}, classes: map[object.Ref]map[string]bool{}, latest: map[slot]seen{}, sent: map[slot]string{}, told: map[slot]Over{}, logged: map[string]Over{}}
 }
 
 // observe records what the status key says as its event arrives; live is
@@ -62,7 +70,7 @@ func (t *tracker) observe(key string, s *Status, live bool) bool {
 	if prev != nil && prev.digest == s.Digest {
 		return false
 	}
-	next := &seen{class: s.Class, objects: s.Objects, digest: s.Digest, created: s.CreationTimestamp.Unix()}
+	next := &seen{class: s.Class, objects: s.Objects, digest: s.Digest, created: s.CreationTimestamp.Unix(), over: s.Over, name: s.Name, pod: s.Pod}
 	if live {
 		t.seq++
 		next.seq = t.seq
@@ -139,7 +147,66 @@ func (t *tracker) forget(key string) {
 		}
 		delete(t.latest, sl)
 		delete(t.sent, sl)
+		delete(t.told, sl)
 	}
+}
+
+// log tells whether o, the Over of the status key, is to be logged: over
+// a limit and not logged yet for the status. gone drops the status.
+func (t *tracker) log(key string, o Over, gone bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if gone || !o.Any() {
+		delete(t.logged, key)
+		return false
+	}
+	if t.logged[key] == o {
+		return false
+	}
+	t.logged[key] = o
+	return true
+}
+
+// untold tells whether the filed status key is over a limit not reported
+// yet on its workload for its class.
+func (t *tracker) untold(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.statuses[key]
+	return s != nil && s.filed && s.over.Any() && t.told[slot{s.workload, s.class}] != s.over
+}
+
+// Report is a status over the limits, to report on its workload.
+type Report struct {
+	Status, Pod, Class string
+	Over               Over
+}
+
+// Note says the report for people (an Event note).
+func (r Report) Note() string { return r.Over.Note(r.Status, r.Pod, r.Class) }
+
+// reports returns, for each class of w that tells whether to report
+// (the workload opted in to it), one status over the limits not reported
+// yet for the class (the first by key), and marks it reported.
+func (t *tracker) reports(w object.Ref, report func(class string) bool) []Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Report
+	for _, class := range slices.Sorted(maps.Keys(t.classes[w])) {
+		sl := slot{w, class}
+		if !report(class) {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(t.slots[sl])) {
+			s := t.statuses[key]
+			if s.over.Any() && t.told[sl] != s.over {
+				t.told[sl] = s.over
+				out = append(out, Report{Status: s.name, Pod: s.pod, Class: class, Over: s.over})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // current returns the current versions of sl; the caller holds mu.

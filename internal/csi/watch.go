@@ -80,6 +80,17 @@ func (w *Watcher) Mounted(workload object.Ref) map[string]map[string]string {
 	return st.mounted(workload)
 }
 
+// Reports returns the statuses over the limits (MaxObjects) of the pods
+// of the workload, one per class for which report is true (the workload
+// opted in to it), not reported yet; each is returned once per class and
+// shape, for a Warning Event ReasonOverLimit on the workload.
+func (w *Watcher) Reports(workload object.Ref, report func(class string) bool) []Report {
+	w.mu.Lock()
+	st := w.state
+	w.mu.Unlock()
+	return st.reports(workload, report)
+}
+
 // Enable starts one informer per watched namespace and the worker that
 // finds each status's workload, until Disable or until ctx is done.
 func (w *Watcher) Enable(ctx context.Context) error {
@@ -182,6 +193,16 @@ func (w *Watcher) work(ctx context.Context, infs []toolscache.SharedIndexInforme
 func (w *Watcher) process(ctx context.Context, infs []toolscache.SharedIndexInformer, st *tracker, key string) error {
 	s := lookup(infs, key)
 	if s == nil {
+		st.log(key, Over{}, true)
+		st.forget(key)
+		return nil
+	}
+	if st.log(key, s.Over, false) {
+		metrics.Errors.WithLabelValues("csi-limit").Inc()
+		w.opts.Log.Info("SecretProviderClassPodStatus over the limits", "status", key, "note", s.Over.Note(s.Name, s.Pod, s.Class),
+			"objects", s.Over.Objects, "folded", s.Over.Folded, "shortened", s.Over.Shortened, "maxObjects", MaxObjects, "maxIDBytes", MaxIDBytes)
+	}
+	if s.Over.Refused != "" {
 		st.forget(key)
 		return nil
 	}
@@ -194,11 +215,14 @@ func (w *Watcher) process(ctx context.Context, infs []toolscache.SharedIndexInfo
 		return nil
 	}
 	rot, changed := st.file(key, ref)
-	if !changed || w.opts.Enqueue == nil {
+	untold := st.untold(key)
+	if (!changed && !untold) || w.opts.Enqueue == nil {
 		return nil
 	}
-	w.opts.Log.V(1).Info("SecretProviderClass versions changed", "workload", ref.String(), "secretProviderClass", rot.Class, "digest", rot.Digest)
-	w.opts.Enqueue(ctx, ref)
+	if changed {
+		w.opts.Log.V(1).Info("SecretProviderClass versions changed", "workload", ref.String(), "secretProviderClass", rot.Class, "digest", rot.Digest)
+	}
+	w.opts.Enqueue(ctx, ref) // untold: the controller reports it (Reports)
 	return nil
 }
 

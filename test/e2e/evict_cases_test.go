@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"maps"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -40,10 +44,91 @@ func podUIDs(t *testing.T, ns, name string) map[string]types.UID {
 	return out
 }
 
+// evictionWatch records, from a watch of the pods labelled app=name, the
+// pods deleted through the eviction subresource: the API server gives an
+// evicted pod the condition DisruptionTarget (reason
+// EvictionByEvictionAPI) before deleting it, which no other deletion (the
+// StatefulSet controller's, the node's) sets. Only watcher evicts in the
+// tests, so these are watcher's evictions, whatever pods the workload's
+// controller creates or deletes besides.
+type evictionWatch struct {
+	mu      sync.Mutex
+	evicted []string // pod names, in the order of their eviction
+	uids    map[types.UID]bool
+}
+
+// watchEvictions watches the pods labelled app=name in ns until the test
+// ends.
+func watchEvictions(t *testing.T, ns, name string) *evictionWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(kube.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := wc.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": name}); err != nil {
+		t.Fatal(err)
+	}
+	e := &evictionWatch{uids: map[types.UID]bool{}}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rv := pods.ResourceVersion
+		for wctx.Err() == nil {
+			var list corev1.PodList
+			list.ResourceVersion = rv
+			w, err := wc.Watch(wctx, &list, client.InNamespace(ns), client.MatchingLabels{"app": name},
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				e.observe(p)
+			}
+			w.Stop()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+// observe records p if it is being evicted.
+func (e *evictionWatch) observe(p *corev1.Pod) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			e.mu.Lock()
+			if !e.uids[p.UID] {
+				e.uids[p.UID] = true
+				e.evicted = append(e.evicted, p.Name)
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// Evicted returns the names of the pods evicted so far, in order, and
+// their UIDs.
+func (e *evictionWatch) Evicted() ([]string, map[types.UID]bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.evicted), maps.Clone(e.uids)
+}
+
 // TestEvictStatefulSetOnDelete: a StatefulSet with updateStrategy OnDelete,
-// restarted by evict, gets its pods replaced, highest ordinal first, each
-// once, with no new ControllerRevision and its template and generation
-// unchanged.
+// restarted by evict, gets its pods evicted by watcher, highest ordinal
+// first, each once, and replaced (new pods, Ready), with no new
+// ControllerRevision and its template and generation unchanged. The
+// evictions are counted from the pods the eviction API deleted, not from
+// the pods that came and went: the StatefulSet controller may replace a
+// pod more than once (a pod it deletes and creates again on its own) without
+// any eviction by watcher.
 func TestEvictStatefulSetOnDelete(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
@@ -60,28 +145,20 @@ func TestEvictStatefulSetOnDelete(t *testing.T) {
 	var revs appsv1.ControllerRevisionList
 	g.Expect(k8s.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
 	revsBefore := len(revs.Items)
-	old := podUIDs(t, ns, "db")
+	old := runningPods(t, ns, "db")
+	evictions := watchEvictions(t, ns, "db")
 
-	// Poll the order in which the ordinals get a new pod.
-	var order []string
-	seen := map[types.UID]bool{}
 	setData(t, cm, "k", "2")
-	g.Eventually(func(g Gomega) {
-		for name, uid := range podUIDs(t, ns, "db") {
-			if !seen[uid] {
-				seen[uid] = true
-				if uid != old[name] {
-					order = append(order, name)
-				}
-			}
-		}
-		g.Expect(order).To(HaveLen(3))
-		g.Expect(runningPods(t, ns, "db")).To(And(HaveLen(3), Not(ContainElement(false))))
-	}, 2*wait, 50*time.Millisecond).Should(Succeed())
-	g.Expect(order).To(Equal([]string{"db-2", "db-1", "db-0"}), "highest ordinal first")
-	g.Consistently(func() int { return len(podUIDs(t, ns, "db")) }, 3*time.Second).Should(Equal(3))
-	for name, uid := range podUIDs(t, ns, "db") {
-		g.Expect(seen).To(HaveKey(uid), "pod %s replaced more than once", name)
+	g.Eventually(func() []string { names, _ := evictions.Evicted(); return names }, 2*wait, 50*time.Millisecond).
+		Should(HaveLen(3), "every pod evicted")
+	waitReplaced(t, ns, "db", old)
+	g.Eventually(func() map[types.UID]bool { return runningPods(t, ns, "db") }, wait).Should(And(HaveLen(3), Not(ContainElement(false))))
+	// No pod is evicted again once the restart is done.
+	g.Consistently(func() []string { names, _ := evictions.Evicted(); return names }, 3*time.Second).Should(HaveLen(3))
+	names, uids := evictions.Evicted()
+	g.Expect(names).To(Equal([]string{"db-2", "db-1", "db-0"}), "highest ordinal first")
+	for uid := range old {
+		g.Expect(uids).To(HaveKey(uid), "every old pod evicted once")
 	}
 	after := get(t, s)
 	g.Expect(after.Spec.Template).To(Equal(before.Spec.Template), "the pod template is left alone")

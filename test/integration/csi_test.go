@@ -3,10 +3,12 @@ package integration
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +21,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 )
@@ -249,4 +252,58 @@ func TestCSIGuards(t *testing.T) {
 	}
 	stayRollouts(t, rollouts, 1)
 	NewWithT(t).Expect(events(t, ns, "web", cause.ReasonRestarted)).To(HaveLen(1))
+}
+
+// TestCSIBounds: a status over csi's limits (MaxObjects objects, an id
+// over MaxIDBytes) is watched within them: the record holds at most
+// MaxObjects+1 keys for the class, the objects past the limit folded into
+// one (csi.FoldedID), and a rotation of one of those still restarts the
+// workload once. The two pods' statuses over the limits are reported once
+// each in watcher_errors_total{operation="csi-limit"} and once on the
+// workload (a Warning Event SecretProviderClassOverLimit), not again when
+// a rotation keeps their shape; a workload that did not opt in gets no
+// Event.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestCSIBounds(t *testing.T) {
+	g := NewWithT(t)
+	ns := namespace(t)
+	web := annotated(ns, "web", csiPodSpec("db-creds"), map[string]string{"secretproviderclass.reloader.stakater.com/reload": "db-creds"})
+	other := deployment(ns, "other", csiPodSpec("db-creds"))
+	rollouts, otherRollouts := track(t, web), track(t, other)
+	before := testutil.ToFloat64(metrics.Errors.WithLabelValues("csi-limit"))
+	startWatcher(t, ns, func(o *options.Options) { o.CSI = true })
+	installSPCPS(t, ns)
+	pods, otherPods := csiPods(t, web, 2), csiPods(t, other, 1)
+	versions := map[string]string{"secret/" + strings.Repeat("l", csi.MaxIDBytes): "v1"}
+	for i := range csi.MaxObjects + 44 {
+		versions[fmt.Sprintf("secret/obj-%03d", i)] = "v1"
+	}
+	for _, p := range append(pods, otherPods...) {
+		writeStatus(t, p, "db-creds", versions)
+	}
+	waitAdopted(t, web)
+	waitEvent(t, ns, "web", csi.ReasonOverLimit, "lists 301 objects", `the other 45 together as "(other objects)"`, "ids longer than 512 bytes or not printable (1 of them)")
+	rec, err := plan.ParseRecord(fetch(t, web).Annotations[plan.RecordAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	entry := rec["SecretProviderClass/db-creds"]
+	g.Expect(entry).NotTo(BeNil())
+	g.Expect(entry.Keys).To(HaveLen(csi.MaxObjects+1), "the objects past the limit are one key")
+	g.Expect(entry.Keys).To(HaveKey(csi.FoldedID))
+	g.Eventually(func() float64 { return testutil.ToFloat64(metrics.Errors.WithLabelValues("csi-limit")) - before }, wait).
+		Should(Equal(3.0), "each status over the limits counted once")
+
+	// The last object by id is folded: its rotation restarts web once.
+	versions["secret/obj-299"] = "v2"
+	for _, p := range append(pods, otherPods...) {
+		writeStatus(t, p, "db-creds", versions)
+	}
+	waitRollouts(t, rollouts, 1)
+	waitRestarted(t, ns, "web", "SecretProviderClass db-creds rotated (objects: "+csi.FoldedID+";")
+	stayRollouts(t, rollouts, 1)
+	stayRollouts(t, otherRollouts, 0)
+	g.Expect(events(t, ns, "web", csi.ReasonOverLimit)).To(HaveLen(1), "reported once for the two pods and the rotation")
+	g.Expect(events(t, ns, "other", csi.ReasonOverLimit)).To(BeEmpty(), "not opted in: no Event")
+	g.Expect(testutil.ToFloat64(metrics.Errors.WithLabelValues("csi-limit"))-before).To(Equal(3.0), "a rotation of the same shape is not counted again")
+	t.Logf("Events: %q", events(t, ns, "web", csi.ReasonOverLimit))
 }
