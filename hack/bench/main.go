@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -139,34 +140,16 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	if o.InstallProbe {
+	switch {
+	case o.InstallProbe:
 		r, err := runProbe(ctx, o, newProgress(os.Stderr))
 		stop()
-		if err == nil {
-			err = writeProbe(os.Stdout, r)
-		}
-		if err == nil && o.JSONPath != "" {
-			err = writeJSON(r, o.JSONPath)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		finish(r, err, o.JSONPath, func(w io.Writer) error { return writeProbe(w, r) })
 		return
-	}
-	if o.Shared > 0 {
+	case o.Shared > 0:
 		r, err := runWaves(ctx, o, newProgress(os.Stderr))
 		stop()
-		if err == nil {
-			err = writeWaves(os.Stdout, r)
-		}
-		if err == nil && o.JSONPath != "" {
-			err = writeJSON(r, o.JSONPath)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		finish(r, err, o.JSONPath, func(w io.Writer) error { return writeWaves(w, r) })
 		return
 	}
 	r, err := run(ctx, o, newProgress(os.Stderr))
@@ -180,6 +163,21 @@ func main() {
 		os.Exit(1)
 	}
 	if !r.Correctness.OK() {
+		os.Exit(1)
+	}
+}
+
+// finish prints a scenario's result r with write and writes it as JSON to
+// jsonPath, if given; it exits on err or on a failure to.
+func finish(r any, err error, jsonPath string, write func(io.Writer) error) {
+	if err == nil {
+		err = write(os.Stdout)
+	}
+	if err == nil && jsonPath != "" {
+		err = writeJSON(r, jsonPath)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }

@@ -12,14 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/watcher-dev/watcher/internal/cluster"
 	"github.com/watcher-dev/watcher/internal/plan"
 )
 
@@ -56,21 +53,11 @@ type probeResult struct {
 }
 
 func runProbe(ctx context.Context, o options, log *progress) (_ *probeResult, err error) {
-	clusterLog := funcr.New(func(_, args string) { log.printf("cluster: %s", args) }, funcr.Options{})
-	kube, err := cluster.Start(logr.NewContext(ctx, clusterLog), cluster.Options{
-		BinDir: o.BinDir, AuditLog: true, AuditAdmin: true, Nodes: 1, PodsPerNode: max(1000, 2*o.Shared*o.Replicas+10),
-	})
+	kube, cs, err := startShared(ctx, o, log)
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, kube.Stop()) }()
-	cs, err := benchClient(kube.RESTConfig())
-	if err != nil {
-		return nil, err
-	}
-	if err := createShared(ctx, cs, o); err != nil {
-		return nil, err
-	}
 	log.printf("waiting until every Deployment is available")
 	if err := pollUntil(ctx, 5*time.Minute, func() (bool, error) { return sharedAvailable(ctx, cs, o) }); err != nil {
 		return nil, err

@@ -63,23 +63,12 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 	if err != nil {
 		return nil, err
 	}
-	log.printf("logs go to %s; starting the whole control plane", outDir)
-	clusterLog := funcr.New(func(_, args string) { log.printf("cluster: %s", args) }, funcr.Options{})
-	kube, err := cluster.Start(logr.NewContext(ctx, clusterLog), cluster.Options{
-		BinDir: o.BinDir, AuditLog: true, AuditAdmin: true, Nodes: 1, PodsPerNode: max(1000, 2*o.Shared*o.Replicas+10),
-		Users: []cluster.User{{Name: controllerUser, Groups: []string{"system:masters"}}},
-	})
+	log.printf("logs go to %s", outDir)
+	kube, cs, err := startShared(ctx, o, log)
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, kube.Stop()) }()
-	cs, err := benchClient(kube.RESTConfig())
-	if err != nil {
-		return nil, err
-	}
-	if err := createShared(ctx, cs, o); err != nil {
-		return nil, err
-	}
 	kubeconfig, err := kube.UserKubeconfig(controllerUser)
 	if err != nil {
 		return nil, err
@@ -188,6 +177,33 @@ func runWaves(ctx context.Context, o options, log *progress) (_ *wavesResult, er
 		return nil, err
 	}
 	return r, nil
+}
+
+// startShared starts the whole control plane, audited, with the
+// controller's user, and creates the shared scenario's objects.
+func startShared(ctx context.Context, o options, log *progress) (_ *cluster.Cluster, _ kubernetes.Interface, err error) {
+	log.printf("starting the whole control plane")
+	clusterLog := funcr.New(func(_, args string) { log.printf("cluster: %s", args) }, funcr.Options{})
+	kube, err := cluster.Start(logr.NewContext(ctx, clusterLog), cluster.Options{
+		BinDir: o.BinDir, AuditLog: true, AuditAdmin: true, Nodes: 1, PodsPerNode: max(1000, 2*o.Shared*o.Replicas+10),
+		Users: []cluster.User{{Name: controllerUser, Groups: []string{"system:masters"}}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, kube.Stop())
+		}
+	}()
+	cs, err := benchClient(kube.RESTConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := createShared(ctx, cs, o); err != nil {
+		return nil, nil, err
+	}
+	return kube, cs, nil
 }
 
 // sharedAvailable reports whether all o.Shared Deployments have all their
