@@ -35,7 +35,7 @@ func meta(annotations map[string]string) metav1.ObjectMeta {
 // metadata with the kept annotation and the digest.
 func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObjectMetadata {
 	a := map[string]string{hash.SumAnnotation: hash.EncodeSum(d.Sum), hash.KeysAnnotation: hash.EncodeKeys(d.Keys)}
-	a[slim.LabelsAnnotation] = "app=web"
+	a[slim.LabelsAnnotation] = slim.EncodeLabels(map[string]string{"app": "web"})
 	for k, v := range keep {
 		a[k] = v
 	}
