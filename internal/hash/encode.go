@@ -33,12 +33,13 @@ func EncodeKeys(keys map[string]string) string { return encodeKeys(keys) }
 // decodeKeys reads them by length.
 func encodeKeys(keys map[string]string) string {
 	names := make([]string, 0, len(keys))
-	n := 0
+	n := max(len(keys)-1, 0) // the commas
 	for k := range keys {
 		names = append(names, k)
-		n += len(k) + 2 + keyHashBytes
+		n += len(k) + 1 + keyHashBytes
 	}
 	sort.Strings(names)
+	// The string is kept as built: room for exactly its bytes.
 	var b strings.Builder
 	b.Grow(n)
 	for i, k := range names {

@@ -23,21 +23,26 @@ const LabelsAnnotation = "watcher.dev/cached/labels"
 // key begins with keyMark, is left out.
 func EncodeLabels(m map[string]string) string {
 	keys := make([]string, 0, len(m))
-	n := 0
 	for k, v := range m {
 		if !strings.ContainsAny(k, "=,") && !strings.ContainsAny(v, ",") && !strings.HasPrefix(k, keyMark) {
 			keys = append(keys, k)
-			n += len(k) + len(v) + 2
 		}
 	}
 	slices.Sort(keys)
+	codes := make([]string, len(keys))
+	n := max(len(keys)-1, 0) // the commas
+	for i, k := range keys {
+		codes[i] = labelKeys.code(k)
+		n += len(codes[i]) + 1 + len(m[k])
+	}
+	// The string is kept as built: room for exactly its bytes.
 	var b strings.Builder
 	b.Grow(n)
 	for i, k := range keys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(labelKeys.code(k))
+		b.WriteString(codes[i])
 		b.WriteByte('=')
 		b.WriteString(m[k])
 	}

@@ -69,10 +69,23 @@ func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 			if out.Annotations == nil {
 				out.Annotations = make(map[string]string, len(keep))
 			}
-			out.Annotations[k] = v
+			out.Annotations[k] = shared(v)
 		}
 	}
 	return out
+}
+
+// maxShared is the longest annotation value Meta interns: short values
+// (the hash key's ID, "true", a strategy) are the same on many objects,
+// long ones (records) differ on each.
+const maxShared = 16
+
+// shared returns v, interned if it is short.
+func shared(v string) string {
+	if len(v) > maxShared {
+		return v
+	}
+	return unique.Make(v).Value()
 }
 
 // Workload returns a transform that replaces a Deployment, StatefulSet or
