@@ -1,9 +1,10 @@
 package hash
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"sort"
-	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,9 +19,10 @@ import (
 // annotation keys (they have two slashes), so no object coming from the API
 // server can carry them: a digest can never be mistaken for real data.
 const (
-	// SumAnnotation holds Digest.Sum.
+	// SumAnnotation holds Digest.Sum, as raw bytes (see EncodeSum).
 	SumAnnotation = "watcher.dev/digest/sha256"
-	// KeysAnnotation holds Digest.Keys as "key=hash,key=hash", sorted.
+	// KeysAnnotation holds Digest.Keys, sorted, the hashes as raw bytes
+	// (see EncodeKeys).
 	KeysAnnotation = "watcher.dev/digest/keys"
 )
 
@@ -83,10 +85,11 @@ func (h *Hasher) Transform(keep ...string) toolscache.TransformFunc {
 		if out.Annotations == nil {
 			out.Annotations = make(map[string]string, 2)
 		}
-		out.Annotations[SumAnnotation] = d.Sum
+		out.Annotations[SumAnnotation] = EncodeSum(d.Sum)
 		out.Annotations[KeysAnnotation] = encodeKeys(d.Keys)
 		if w := attribution.FromManagedFields(meta.ManagedFields); len(w) > 0 {
-			out.Annotations[attribution.Annotation] = attribution.Encode(w)
+			// The same few managers write most objects.
+			out.Annotations[attribution.Annotation] = unique.Make(attribution.Encode(w)).Value()
 		}
 		return out, nil
 	}
@@ -102,34 +105,12 @@ func FromObject(obj metav1.Object) (Digest, error) {
 	if !ok || !ok2 {
 		return Digest{}, fmt.Errorf("%s/%s carries no digest", obj.GetNamespace(), obj.GetName())
 	}
-	d := Digest{Sum: sum, Keys: map[string]string{}}
-	if keys == "" {
-		return d, nil
+	if len(sum) != sha256.Size {
+		return Digest{}, fmt.Errorf("%s/%s: bad digest sum", obj.GetNamespace(), obj.GetName())
 	}
-	for _, kv := range strings.Split(keys, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return Digest{}, fmt.Errorf("%s/%s: bad digest entry %q", obj.GetNamespace(), obj.GetName(), kv)
-		}
-		d.Keys[k] = v
+	d, err := decodeKeys(keys)
+	if err != nil {
+		return Digest{}, fmt.Errorf("%s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
-	return d, nil
-}
-
-// encodeKeys writes key hashes as "key=hash,key=hash", sorted. ConfigMap
-// and Secret keys cannot hold "=" or ",".
-func encodeKeys(keys map[string]string) string {
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for i, k := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k + "=" + keys[k])
-	}
-	return b.String()
+	return Digest{Sum: hex.EncodeToString([]byte(sum)), Keys: d}, nil
 }

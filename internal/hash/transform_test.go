@@ -3,7 +3,6 @@ package hash_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"sort"
 	"strings"
 	"testing"
 
@@ -35,14 +34,8 @@ func meta(annotations map[string]string) metav1.ObjectMeta {
 // want is what Transform must make of an object with meta(...): trimmed
 // metadata with the kept annotation and the digest.
 func want(kind string, keep map[string]string, d hash.Digest) *metav1.PartialObjectMetadata {
-	a := map[string]string{hash.SumAnnotation: d.Sum}
-	var pairs []string
-	for k, v := range d.Keys {
-		pairs = append(pairs, k+"="+v)
-	}
-	sort.Strings(pairs)
-	a[hash.KeysAnnotation] = strings.Join(pairs, ",")
-	a[slim.LabelsAnnotation] = "app=web"
+	a := map[string]string{hash.SumAnnotation: hash.EncodeSum(d.Sum), hash.KeysAnnotation: hash.EncodeKeys(d.Keys)}
+	a[slim.LabelsAnnotation] = slim.EncodeLabels(map[string]string{"app": "web"})
 	for k, v := range keep {
 		a[k] = v
 	}
@@ -106,7 +99,7 @@ func TestTransform(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Sum != tt.want.Annotations[hash.SumAnnotation] || len(d.Keys) != strings.Count(tt.want.Annotations[hash.KeysAnnotation], "=") {
+			if hash.EncodeSum(d.Sum) != tt.want.Annotations[hash.SumAnnotation] || hash.EncodeKeys(d.Keys) != tt.want.Annotations[hash.KeysAnnotation] {
 				t.Errorf("FromObject() = %+v", d)
 			}
 		})
@@ -157,9 +150,56 @@ func TestFromObjectErrors(t *testing.T) {
 		"sum only":       {hash.SumAnnotation: "abc"},
 		"keys only":      {hash.KeysAnnotation: "a=1"},
 		"bad entry":      {hash.SumAnnotation: "abc", hash.KeysAnnotation: "a"},
+		"hex sum":        {hash.SumAnnotation: strings.Repeat("ab", 32), hash.KeysAnnotation: ""},
+		"short hash":     {hash.SumAnnotation: strings.Repeat("s", 32), hash.KeysAnnotation: "a=1234567"},
+		"no separator":   {hash.SumAnnotation: strings.Repeat("s", 32), hash.KeysAnnotation: "a=12345678b=12345678"},
 	} {
 		if _, err := hash.FromObject(&metav1.ObjectMeta{Annotations: a}); err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestStoredDigest: the cache keeps a digest's hashes as raw bytes, half
+// their hex text, and FromObject gives back the Digest the content has,
+// whatever bytes ("=", ",") the raw hashes hold.
+func TestStoredDigest(t *testing.T) {
+	for _, data := range []map[string][]byte{
+		nil,
+		{"password": []byte("hunter2")},
+		{"a": []byte("1"), "b.txt": []byte("2"), "c-d_e": []byte("3"), "tls.key": []byte("4")},
+	} {
+		sec := &corev1.Secret{ObjectMeta: meta(nil), Data: data}
+		want, _ := hasher.OfObject(sec)
+		out, err := hasher.Transform()(sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := out.(*metav1.PartialObjectMetadata)
+		if n := len(m.Annotations[hash.SumAnnotation]); n != 32 {
+			t.Errorf("%v: stored sum of %d bytes, want 32", data, n)
+		}
+		n := len(m.Annotations[hash.KeysAnnotation])
+		wantLen := 0
+		for k := range data {
+			wantLen += len(k) + 1 + hash.KeyHashLen/2 + 1
+		}
+		if wantLen > 0 {
+			wantLen-- // no "," after the last
+		}
+		if n != wantLen {
+			t.Errorf("%v: stored key hashes of %d bytes, want %d", data, n, wantLen)
+		}
+		got, err := hash.FromObject(m)
+		if err != nil || !cmp.Equal(got, want) {
+			t.Errorf("%v: FromObject = %+v, %v; want %+v", data, got, err, want)
+		}
+		for _, v := range m.Annotations {
+			for _, secret := range data {
+				if strings.Contains(v, string(secret)) && len(secret) > 1 {
+					t.Errorf("a stored annotation holds the value %q", secret)
+				}
+			}
 		}
 	}
 }

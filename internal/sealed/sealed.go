@@ -76,7 +76,7 @@ func Transform(h *hash.Hasher) toolscache.TransformFunc {
 				Generation: u.GetGeneration(), DeletionTimestamp: u.GetDeletionTimestamp(),
 			}, nil),
 		}
-		out.Annotations = map[string]string{hash.SumAnnotation: d.Sum, hash.KeysAnnotation: hash.EncodeKeys(d.Keys)}
+		out.Annotations = map[string]string{hash.SumAnnotation: hash.EncodeSum(d.Sum), hash.KeysAnnotation: hash.EncodeKeys(d.Keys)}
 		return out, nil
 	}
 }

@@ -15,23 +15,34 @@ import (
 // object from the API server can carry it.
 const LabelsAnnotation = "watcher.dev/cached/labels"
 
-// EncodeLabels returns "key=value,key=value", sorted by key. Label keys
-// and values cannot hold "=" or ","; a label that does (never one from the
-// API server) is left out.
+// EncodeLabels returns "key=value,key=value", sorted by key, each key
+// written as its number in labelKeys when it has one: the same few keys
+// (app.kubernetes.io/name, helm.sh/chart...) are on most objects, and
+// three bytes are less than their text. Label keys and values cannot hold
+// "=" or ","; a label that does (never one from the API server), or whose
+// key begins with keyMark, is left out.
 func EncodeLabels(m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k, v := range m {
-		if !strings.ContainsAny(k, "=,") && !strings.ContainsAny(v, ",") {
+		if !strings.ContainsAny(k, "=,") && !strings.ContainsAny(v, ",") && !strings.HasPrefix(k, keyMark) {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
+	codes := make([]string, len(keys))
+	n := max(len(keys)-1, 0) // the commas
+	for i, k := range keys {
+		codes[i] = labelKeys.code(k)
+		n += len(codes[i]) + 1 + len(m[k])
+	}
+	// The string is kept as built: room for exactly its bytes.
 	var b strings.Builder
+	b.Grow(n)
 	for i, k := range keys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(k)
+		b.WriteString(codes[i])
 		b.WriteByte('=')
 		b.WriteString(m[k])
 	}
@@ -68,7 +79,7 @@ func (e encoded) Lookup(label string) (string, bool) {
 	for rest := string(e); rest != ""; {
 		var kv string
 		kv, rest, _ = strings.Cut(rest, ",")
-		if k, v, ok := strings.Cut(kv, "="); ok && k == label {
+		if k, v, ok := strings.Cut(kv, "="); ok && labelKeys.key(k) == label {
 			return v, true
 		}
 	}

@@ -30,6 +30,7 @@ package slim
 
 import (
 	"slices"
+	"unique"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,8 @@ const ErrorOperation = "transform"
 // named in keep, and its labels in LabelsAnnotation.
 func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		// Many objects share a namespace: one copy of its name for all.
+		Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
 	}
 	if len(m.Labels) > 0 {
@@ -67,10 +69,23 @@ func Meta(m metav1.ObjectMeta, keep []string) metav1.ObjectMeta {
 			if out.Annotations == nil {
 				out.Annotations = make(map[string]string, len(keep))
 			}
-			out.Annotations[k] = v
+			out.Annotations[k] = shared(v)
 		}
 	}
 	return out
+}
+
+// maxShared is the longest annotation value Meta interns: short values
+// (the hash key's ID, "true", a strategy) are the same on many objects,
+// long ones (records) differ on each.
+const maxShared = 16
+
+// shared returns v, interned if it is short.
+func shared(v string) string {
+	if len(v) > maxShared {
+		return v
+	}
+	return unique.Make(v).Value()
 }
 
 // Workload returns a transform that replaces a Deployment, StatefulSet or
@@ -114,7 +129,8 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		var uses []refs.Ref
 		if tmpl != nil {
 			uses = refs.FromPodSpec(&tmpl.Spec)
-			out.Annotations[restart.ContainersAnnotation] = restart.EncodeContainers(restart.ContainersOf(&tmpl.Spec))
+			// Most workloads name the same few containers ("app").
+			out.Annotations[restart.ContainersAnnotation] = unique.Make(restart.EncodeContainers(restart.ContainersOf(&tmpl.Spec))).Value()
 		}
 		out.Annotations[workload.RefsAnnotation] = refs.Encode(uses)
 		if workload.Delegates(w) {

@@ -97,7 +97,7 @@ func TestWorkloadKeepsReferencesOnly(t *testing.T) {
 			want := &metav1.PartialObjectMetadata{
 				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name()},
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
-					Annotations: map[string]string{slim.LabelsAnnotation: "app=web", "keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs), restart.ContainersAnnotation: "app;init,sidecar"}},
+					Annotations: map[string]string{slim.LabelsAnnotation: slim.EncodeLabels(map[string]string{"app": "web"}), "keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs), restart.ContainersAnnotation: "app;init,sidecar"}},
 			}
 			if diff := cmp.Diff(want, out); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -123,7 +123,7 @@ func TestWorkloadKeepsReferencesOnly(t *testing.T) {
 func TestMeta(t *testing.T) {
 	got := slim.Meta(fullMeta(), []string{"keep", "absent"})
 	want := metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
-		Annotations: map[string]string{slim.LabelsAnnotation: "app=web", "keep": "1"}}
+		Annotations: map[string]string{slim.LabelsAnnotation: slim.EncodeLabels(map[string]string{"app": "web"}), "keep": "1"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -183,7 +183,7 @@ func TestWorkloadUnreadableTemplate(t *testing.T) {
 	want := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
-			Annotations: map[string]string{slim.LabelsAnnotation: "app=web", "keep": "1", workload.RefsAnnotation: ""}},
+			Annotations: map[string]string{slim.LabelsAnnotation: slim.EncodeLabels(map[string]string{"app": "web"}), "keep": "1", workload.RefsAnnotation: ""}},
 	}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
