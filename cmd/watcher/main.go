@@ -27,10 +27,13 @@ import (
 )
 
 // defaultGOGC is the garbage collector's target unless GOGC is set: watcher's
-// heap is mostly its caches, which change slowly, so collecting at 50%
-// growth instead of Go's 100% costs little CPU and saves a third of the
-// memory.
-const defaultGOGC = 50
+// heap is mostly its caches, which change slowly, so collecting at 25%
+// growth instead of Go's 100% costs little CPU (none idle; at 10,000
+// workloads the same CPU per change and 2 s more at start-up, when every
+// ConfigMap and Secret arrives whole) and keeps the heap close to what it
+// holds (make bench: 75.0 / 79.9 MiB at 10,000/10,000, against 80.4 / 83.7
+// at 50).
+const defaultGOGC = 25
 
 func main() {
 	if cli.IsPlugin(os.Args[0]) || (len(os.Args) > 1 && cli.IsCommand(os.Args[1])) {

@@ -17,7 +17,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -272,63 +271,15 @@ func (s *Store) Informers(kind string) []toolscache.SharedIndexInformer {
 // Start runs the informers created by New until ctx is done (those of
 // optional kinds run from Enable to Disable). It implements
 // manager.Runnable and runs on every replica, leader or not, so that
-// standbys keep warm caches. Until they have synced, the garbage collector
-// runs more often (see startupGCPercent).
+// standbys keep warm caches.
 func (s *Store) Start(ctx context.Context) error {
-	restore := collectOften()
 	for _, kind := range s.static {
 		for _, inf := range s.Informers(kind) {
 			go inf.RunWithContext(ctx)
 		}
 	}
-	toolscache.WaitForCacheSync(ctx.Done(), s.HasSynced)
-	restore()
 	<-ctx.Done()
 	return nil
-}
-
-// startupGCPercent is the garbage collector's target (GOGC) while the
-// informers fill. Every ConfigMap and Secret arrives whole, megabytes a
-// second of which only a digest is kept: at the default target the heap
-// grows to twice what it holds while they pour in, and the process keeps
-// that peak of memory long after (10 MiB more RSS with the benchmark's
-// 10,000 Secrets of 16 KiB). A lower target costs a few more collections,
-// at start-up only.
-const startupGCPercent = 25
-
-// startup counts the stores filling their informers, so that the first
-// to start lowers the garbage collector's target and the last to sync sets
-// it back (tests run several in one process).
-var startup struct {
-	sync.Mutex
-	filling int
-	prev    int
-}
-
-// collectOften lowers the garbage collector's target to startupGCPercent,
-// unless it is lower already or the collector is off, and returns the
-// function that sets it back once every store that called it has.
-func collectOften() (restore func()) {
-	startup.Lock()
-	defer startup.Unlock()
-	if startup.filling == 0 {
-		startup.prev = debug.SetGCPercent(startupGCPercent)
-		if startup.prev < startupGCPercent { // lower already, or off (-1)
-			debug.SetGCPercent(startup.prev)
-		}
-	}
-	startup.filling++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			startup.Lock()
-			defer startup.Unlock()
-			startup.filling--
-			if startup.filling == 0 && startup.prev >= startupGCPercent {
-				debug.SetGCPercent(startup.prev)
-			}
-		})
-	}
 }
 
 // NeedLeaderElection is false: see Start.
