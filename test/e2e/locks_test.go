@@ -33,7 +33,7 @@ type fleet struct {
 	cms  []*corev1.ConfigMap
 	deps [][]*appsv1.Deployment // by ConfigMap
 	trs  [][]*observe.Tracker   // by ConfigMap
-	// last is when each ConfigMap was last changed.
+	// last is when each ConfigMap's last change was sent.
 	last []time.Time
 }
 
@@ -78,6 +78,10 @@ func (f *fleet) waitAdopted(t *testing.T) {
 func (f *fleet) change(t *testing.T, c int, value string) change {
 	t.Helper()
 	cm, cl := f.cms[c], k8s
+	// Before the write is sent: a rollout for it can come before the
+	// client has the answer (watcher reacts in milliseconds), never
+	// before it was sent. (expectNothingLeft proves no change was missed.)
+	sent := time.Now()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 			return err
@@ -88,7 +92,7 @@ func (f *fleet) change(t *testing.T, c int, value string) change {
 	if err != nil {
 		t.Fatalf("update %s: %v", cm.Name, err)
 	}
-	f.last[c] = time.Now()
+	f.last[c] = sent
 	return change{id: "ConfigMap/" + f.ns + "/" + cm.Name + "/" + string(cm.UID) + "@" + cm.ResourceVersion}
 }
 
