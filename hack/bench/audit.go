@@ -141,19 +141,27 @@ func (c *auditCounter) add(e auditEvent) {
 // countAudit reads a whole audit log and counts user's requests by phase.
 func countAudit(r io.Reader, user string, phases []phase, end time.Time) (requestCounts, error) {
 	c := newAuditCounter(user, phases, end)
+	if err := eachAuditEvent(r, c.add); err != nil {
+		return nil, err
+	}
+	return c.counts, nil
+}
+
+// eachAuditEvent calls fn with every event of a whole audit log.
+func eachAuditEvent(r io.Reader, fn func(auditEvent)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for n := 1; sc.Scan(); n++ {
 		e, err := parseAuditLine(sc.Bytes())
 		if err != nil {
-			return nil, fmt.Errorf("audit log line %d: %w", n, err)
+			return fmt.Errorf("audit log line %d: %w", n, err)
 		}
-		c.add(e)
+		fn(e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read audit log: %w", err)
+		return fmt.Errorf("read audit log: %w", err)
 	}
-	return c.counts, nil
+	return nil
 }
 
 func parseAuditLine(line []byte) (auditEvent, error) {
@@ -206,20 +214,14 @@ func (t *auditTail) next(fn func(auditEvent)) error {
 // and the other controllers' reactions to them.
 func countWrites(r io.Reader, from, to time.Time) (map[string]int, error) {
 	counts := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		e, err := parseAuditLine(sc.Bytes())
-		if err != nil {
-			return nil, fmt.Errorf("audit log line %d: %w", n, err)
-		}
+	err := eachAuditEvent(r, func(e auditEvent) {
 		if e.Stage != "ResponseComplete" || !isWrite(e.Verb) || e.housekeeping() || e.Received.Before(from) || e.Received.After(to) {
-			continue
+			return
 		}
 		counts[e.User.Username+" "+e.request()]++
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read audit log: %w", err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return counts, nil
 }

@@ -3,6 +3,8 @@ package alert
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/watcher-dev/watcher/internal/note"
 )
 
 // Names chosen by the writers of the cluster's objects reach the operators'
@@ -76,18 +78,7 @@ func detailText(s string) string {
 		}
 		return '-'
 	}, s)
-	return cut(strings.ReplaceAll(s, "://", ":-//"), maxDetail)
-}
-
-// cut returns s cut to at most n bytes, on a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return note.Cut(strings.ReplaceAll(s, "://", ":-//"), maxDetail)
 }
 
 // style is how a sink renders an alert's text.
@@ -136,7 +127,7 @@ func (a Alert) inert() Alert {
 		}
 		a.Sources = src
 	}
-	a.Detail = cut(a.Detail, maxDetail)
+	a.Detail = note.Cut(a.Detail, maxDetail)
 	return a
 }
 

@@ -3,6 +3,8 @@ package alert
 import (
 	"strings"
 	"testing"
+
+	"github.com/watcher-dev/watcher/internal/note"
 )
 
 func TestWriterName(t *testing.T) {
@@ -39,7 +41,7 @@ func TestDetailText(t *testing.T) {
 			t.Errorf("detailText(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	if got := cut(strings.Repeat("é", 300), maxDetail); len(got) != maxDetail || !strings.HasSuffix(got, "é") {
+	if got := note.Cut(strings.Repeat("é", 300), maxDetail); len(got) != maxDetail || !strings.HasSuffix(got, "é") {
 		t.Errorf("cut splits a character: %d bytes", len(got))
 	}
 }

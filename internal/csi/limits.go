@@ -91,18 +91,8 @@ func (o Over) Note(status, pod, class string) string {
 		quote(status), quote(pod), quote(class), strings.Join(parts, "; ")))
 }
 
-// quote quotes the first 64 bytes of s at most, cut on a rune boundary.
-func quote(s string) string {
-	const most = 64
-	if len(s) <= most {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q…", s[:cut])
-}
+// quote quotes the first 64 bytes of s at most.
+func quote(s string) string { return note.Quote(s, 64) }
 
 // safeID returns id when it may be kept and shown as is, else a printable
 // stand-in no longer than about 350 bytes, and whether it is one.

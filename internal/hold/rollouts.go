@@ -80,21 +80,20 @@ func (g *Guards) restore(ctx context.Context) {
 	}
 	n := 0
 	for _, kind := range workload.Kinds {
-		for _, inf := range g.store.Informers(kind.Name()) {
-			for _, o := range inf.GetStore().List() {
-				m, ok := o.(*metav1.PartialObjectMetadata)
-				if !ok {
-					continue
-				}
-				a := m.GetAnnotations()
-				_, state := a[guard.StateAnnotation]
-				_, rolling := a[guard.RollingAnnotation]
-				if !state && !rolling {
-					continue
-				}
-				g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: m.Namespace, Name: m.Name}, m)
-				n++
+		objs, err := g.store.Workloads(kind.Name(), metav1.NamespaceAll)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot read the guards' state from the cache", "kind", kind.Name())
+			continue
+		}
+		for _, m := range objs {
+			a := m.GetAnnotations()
+			_, state := a[guard.StateAnnotation]
+			_, rolling := a[guard.RollingAnnotation]
+			if !state && !rolling {
+				continue
 			}
+			g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: m.Namespace, Name: m.Name}, m)
+			n++
 		}
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Guards' state restored from the cluster", "workloads", n)

@@ -41,9 +41,25 @@ func Truncate(s string) string {
 		return s
 	}
 	const mark = "…"
-	cut := MaxLen - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return Cut(s, MaxLen-len(mark)) + mark
+}
+
+// Cut returns s cut to at most n bytes, on a rune boundary.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + mark
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Quote quotes the first n bytes of s at most, cut on a rune boundary and
+// marked, so that a message never echoes a long or unprintable value.
+func Quote(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…", Cut(s, n))
 }

@@ -7,6 +7,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/watcher-dev/watcher/internal/note"
 )
 
 // The limits on what a tenant writes in a list annotation (reload lists and
@@ -295,19 +297,9 @@ func estimate(re *syntax.Regexp) int {
 	return min(n, MaxPatternProgram+1)
 }
 
-// quoteShort quotes the first 40 bytes of e at most, cut on a rune
-// boundary: errors never echo a long value.
-func quoteShort(e string) string {
-	const most = 40
-	if len(e) <= most {
-		return fmt.Sprintf("%q", e)
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(e[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q…", e[:cut])
-}
+// quoteShort quotes the first 40 bytes of e at most: errors never echo a
+// long value.
+func quoteShort(e string) string { return note.Quote(e, 40) }
 
 // parse returns the parsed list v: refused without being cached when it is
 // over the limits checked first, from the cache or compiled otherwise.

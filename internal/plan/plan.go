@@ -53,6 +53,7 @@
 package plan
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -193,7 +194,7 @@ func Decide(in Input) Plan {
 			if !known {
 				next[id] = entryFor(ref, cfg.Keys)
 			} else {
-				versions.unknown() // kept from the record
+				versions.unknown = true // kept from the record
 			}
 			continue
 		}
@@ -281,35 +282,32 @@ func StoreMayLag(in Input, p Plan) bool {
 // from, and whether every one is known: an entry kept from the record
 // (its object absent or lacking keys in the store) has no version of its own.
 type newest struct {
-	max   string
-	known bool
-	seen  bool
+	max     string
+	unknown bool
 }
 
-// add counts the object of cfg, an absent one as not known.
+// add counts the object of cfg, an absent one, or one whose version
+// cannot be compared, as not known.
 func (v *newest) add(cfg Config) {
+	if v.unknown {
+		return
+	}
 	if !cfg.Present {
-		v.unknown()
+		v.unknown = true
 		return
 	}
-	if !v.seen {
-		v.max, v.known, v.seen = cfg.Version, true, true
-	}
-	if !v.known {
-		return
-	}
-	if n, err := resourceversion.CompareResourceVersion(cfg.Version, v.max); err != nil {
-		v.unknown()
-	} else if n > 0 {
+	n, err := resourceversion.CompareResourceVersion(cfg.Version, cmp.Or(v.max, cfg.Version))
+	switch {
+	case err != nil:
+		v.unknown = true
+	case v.max == "" || n > 0:
 		v.max = cfg.Version
 	}
 }
 
-func (v *newest) unknown() { v.known, v.seen = false, true }
-
 // String returns the newest version, "" when one is not known.
 func (v *newest) String() string {
-	if !v.known {
+	if v.unknown {
 		return ""
 	}
 	return v.max

@@ -26,17 +26,25 @@ func annotated(transform toolscache.TransformFunc, annotate func(*metav1.Partial
 
 // Workloads returns the workloads of kind in namespace that the store
 // holds (read only), through the informer's namespace index: for the label
-// selectors of policies, work proportional to the namespace.
+// selectors of policies, work proportional to the namespace. With
+// metav1.NamespaceAll, every one the store holds (a pass over the cache).
 func (s *Store) Workloads(kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
-	s.mu.RLock()
-	inf := s.informer(kind, namespace)
-	s.mu.RUnlock()
-	if inf == nil {
-		return nil, nil
-	}
-	objs, err := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
-	if err != nil {
-		return nil, fmt.Errorf("list %s in %s: %w", kind, namespace, err)
+	var objs []any
+	if namespace == metav1.NamespaceAll {
+		for _, inf := range s.Informers(kind) {
+			objs = append(objs, inf.GetStore().List()...)
+		}
+	} else {
+		s.mu.RLock()
+		inf := s.informer(kind, namespace)
+		s.mu.RUnlock()
+		if inf == nil {
+			return nil, nil
+		}
+		var err error
+		if objs, err = inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace); err != nil {
+			return nil, fmt.Errorf("list %s in %s: %w", kind, namespace, err)
+		}
 	}
 	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
 	for _, o := range objs {

@@ -27,7 +27,7 @@ import (
 // recorded on the stored object by Annotate) changes; Reindex moves the
 // workload from the users of the objects it named before to those it
 // names after, and no other workload; Workloads lists a namespace's
-// workloads with their labels.
+// workloads with their labels, or every namespace's.
 func TestReindex(t *testing.T) {
 	web := fixture.Deployment("a", "web", fixture.PodSpec(corev1.Container{}))
 	web.Labels = map[string]string{"app": "web"}
@@ -99,6 +99,18 @@ func TestReindex(t *testing.T) {
 		slices.Sort(names)
 		if diff := cmp.Diff([]string{"other:", "web:web"}, names); diff != "" {
 			t.Errorf("namespaces %v: Workloads (-want +got):\n%s", namespaces, diff)
+		}
+		all, err := st.Workloads("Deployment", metav1.NamespaceAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = names[:0]
+		for _, w := range all {
+			names = append(names, w.Namespace+"/"+w.Name)
+		}
+		slices.Sort(names)
+		if diff := cmp.Diff([]string{"a/other", "a/web", "b/web"}, names); diff != "" {
+			t.Errorf("namespaces %v: Workloads of every namespace (-want +got):\n%s", namespaces, diff)
 		}
 		mu.Lock()
 		extra = "before"
