@@ -256,12 +256,13 @@ func TestBlockedFollower(t *testing.T) {
 	disc.set(true, false)
 	w := &Watcher{Log: logr.Discard(), crds: newMetadata(), discovery: disc}
 	policies := make(chan struct{})
-	var once sync.Once
+	var once, enabledOnce sync.Once
 	enabled := make(chan struct{})
 	w.Follow(rollouts, func(context.Context, Answer) time.Duration {
 		select {
 		case <-policies:
-			close(enabled)
+			// Asked at start and again once the CRDs are listed.
+			enabledOnce.Do(func() { close(enabled) })
 		case <-time.After(5 * time.Second):
 		}
 		return 0
