@@ -29,6 +29,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/settings"
 )
@@ -315,7 +316,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*metav1.PartialObjectMetadata{}}
+	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*packed.Object{}}
 	s.NamespaceLabels = (&namespaceLabels{ctx: ctx, c: r.c, warn: c.stderr, prog: c.prog, read: map[string]map[string]string{}}).get
 	if c.name == cmdGraph {
 		g, err := r.graph(ctx, s, c.allNamespaces)

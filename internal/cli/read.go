@@ -27,6 +27,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/sealed"
@@ -318,11 +319,11 @@ func (r *reader) graph(ctx context.Context, s explain.Settings, all bool) (expla
 type lister struct {
 	ctx   context.Context
 	c     client.Client
-	lists map[string][]*metav1.PartialObjectMetadata
+	lists map[string][]*packed.Object
 }
 
 // List implements resolve.Configs.
-func (l *lister) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+func (l *lister) List(kind refs.Kind, namespace string) ([]*packed.Object, error) {
 	id := string(kind) + "/" + namespace
 	if objs, ok := l.lists[id]; ok {
 		return objs, nil
@@ -332,10 +333,10 @@ func (l *lister) List(kind refs.Kind, namespace string) ([]*metav1.PartialObject
 	if err := l.c.List(l.ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list %ss of %s: %w", strings.ToLower(string(kind)), namespace, err)
 	}
-	objs := make([]*metav1.PartialObjectMetadata, 0, len(list.Items))
+	objs := make([]*packed.Object, 0, len(list.Items))
 	for i := range list.Items {
 		list.Items[i].Kind = string(kind)
-		objs = append(objs, &list.Items[i])
+		objs = append(objs, packed.Pack(&list.Items[i]))
 	}
 	l.lists[id] = objs
 	return objs, nil

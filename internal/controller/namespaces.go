@@ -192,7 +192,7 @@ func (h namespaceHandler) gained(namespace string, q queue) {
 			continue
 		}
 		for _, o := range objs {
-			keys = append(keys, object.Ref{Kind: k.Name(), Namespace: namespace, Name: o.Name})
+			keys = append(keys, object.Ref{Kind: k.Name(), Namespace: namespace, Name: o.GetName()})
 		}
 	}
 	h.selection.selected(namespace, keys)

@@ -30,10 +30,10 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -105,7 +105,7 @@ func (s Settings) configs() resolve.Configs {
 // noConfigs lists no object.
 type noConfigs struct{}
 
-func (noConfigs) List(refs.Kind, string) ([]*metav1.PartialObjectMetadata, error) { return nil, nil }
+func (noConfigs) List(refs.Kind, string) ([]*packed.Object, error) { return nil, nil }
 
 // Config is what was read of one ConfigMap or Secret.
 type Config struct {

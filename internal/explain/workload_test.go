@@ -13,6 +13,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -193,14 +194,14 @@ func TestExplainConfig(t *testing.T) {
 // listed is a resolve.Configs over fixed objects.
 type listed []*metav1.PartialObjectMetadata
 
-func (l listed) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+func (l listed) List(kind refs.Kind, namespace string) ([]*packed.Object, error) {
 	var out []*metav1.PartialObjectMetadata
 	for _, o := range l {
 		if o.Kind == string(kind) && o.Namespace == namespace {
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	return packed.PackAll(out), nil
 }
 
 // TestExplainWorkloadPatterns: a reload-list pattern names the objects of

@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/slim"
 )
 
@@ -99,9 +100,8 @@ func (h *Hasher) Transform(keep ...string) toolscache.TransformFunc {
 // fails for any other object, so a caller can never mistake real data for
 // a digest.
 func FromObject(obj metav1.Object) (Digest, error) {
-	a := obj.GetAnnotations()
-	sum, ok := a[SumAnnotation]
-	keys, ok2 := a[KeysAnnotation]
+	sum, ok := packed.Annotation(obj, SumAnnotation)
+	keys, ok2 := packed.Annotation(obj, KeysAnnotation)
 	if !ok || !ok2 {
 		return Digest{}, fmt.Errorf("%s/%s carries no digest", obj.GetNamespace(), obj.GetName())
 	}

@@ -85,14 +85,13 @@ func (g *Guards) restore(ctx context.Context) {
 			ctrl.LoggerFrom(ctx).Error(err, "Cannot read the guards' state from the cache", "kind", kind.Name())
 			continue
 		}
-		for _, m := range objs {
-			a := m.GetAnnotations()
-			_, state := a[guard.StateAnnotation]
-			_, rolling := a[guard.RollingAnnotation]
+		for _, o := range objs {
+			_, state := o.Annotation(guard.StateAnnotation)
+			_, rolling := o.Annotation(guard.RollingAnnotation)
 			if !state && !rolling {
 				continue
 			}
-			g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: m.Namespace, Name: m.Name}, m)
+			g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: o.GetNamespace(), Name: o.GetName()}, o.Meta())
 			n++
 		}
 	}

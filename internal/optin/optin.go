@@ -73,6 +73,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -167,10 +168,11 @@ func Effective(own, template map[string]string) map[string]string {
 }
 
 // Of returns the annotations of the workload obj that this package reads
-// (Effective). A workload as the store keeps it (a PartialObjectMetadata)
-// holds them already: the store's transform applies Effective.
+// (Effective). A workload as the store keeps it (a PartialObjectMetadata,
+// or packed) holds them already: the store's transform applies Effective.
 func Of(obj client.Object) map[string]string {
-	if _, stored := obj.(*metav1.PartialObjectMetadata); stored {
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata, *packed.Object:
 		return obj.GetAnnotations()
 	}
 	kind, ok := workload.Of(obj)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/slim"
@@ -140,7 +141,7 @@ func (ix *Index) Targeting(obj client.Object) []*Policy {
 // labelsKey returns the labels of obj and a text that tells label sets
 // apart: the stored encoding, or the labels printed.
 func labelsKey(obj metav1.Object) (labels.Labels, labelsText) {
-	if s, ok := obj.GetAnnotations()[slim.LabelsAnnotation]; ok {
+	if s, ok := packed.Annotation(obj, slim.LabelsAnnotation); ok {
 		return slim.Labels(obj), labelsText{stored: true, text: s}
 	}
 	set := labels.Set(obj.GetLabels())
@@ -318,7 +319,7 @@ func (p *Policy) source(u refs.Ref, lbls *labelsOf) (Source, bool, error) {
 type labelsOf struct {
 	configs   resolve.Configs
 	namespace string
-	byKind    map[refs.Kind]map[string]*metav1.PartialObjectMetadata
+	byKind    map[refs.Kind]map[string]*packed.Object
 }
 
 // get returns the labels of the object kind/name; nil when it does not
@@ -335,7 +336,7 @@ func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, labelsText, 
 		return nil, labelsText{}, nil
 	}
 	if l.byKind == nil {
-		l.byKind = map[refs.Kind]map[string]*metav1.PartialObjectMetadata{}
+		l.byKind = map[refs.Kind]map[string]*packed.Object{}
 	}
 	m, ok := l.byKind[kind]
 	if !ok {
@@ -343,9 +344,9 @@ func (l *labelsOf) key(kind refs.Kind, name string) (labels.Labels, labelsText, 
 		if err != nil {
 			return nil, labelsText{}, err
 		}
-		m = make(map[string]*metav1.PartialObjectMetadata, len(objs))
+		m = make(map[string]*packed.Object, len(objs))
 		for _, o := range objs {
-			m[o.Name] = o
+			m[o.GetName()] = o
 		}
 		l.byKind[kind] = m
 	}

@@ -3,8 +3,7 @@ package policy
 import (
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -43,8 +42,8 @@ func Selected(p *Policy, st Workloads) ([]workload.Key, error) {
 			}
 			names = names[:0]
 			for _, o := range objs {
-				if s.Names(s.Kind, o.Name, slim.Labels(o)) {
-					names = append(names, o.Name)
+				if s.Names(s.Kind, o.GetName(), slim.Labels(o)) {
+					names = append(names, o.GetName())
 				}
 			}
 		}
@@ -66,13 +65,13 @@ func Selected(p *Policy, st Workloads) ([]workload.Key, error) {
 type selection struct {
 	namespace string
 	st        Workloads
-	lists     map[string][]*metav1.PartialObjectMetadata
+	lists     map[string][]*packed.Object
 	answers   map[string][]workload.Key
 }
 
 func newSelection(namespace string, st Workloads) *selection {
 	return &selection{namespace: namespace, st: st,
-		lists: map[string][]*metav1.PartialObjectMetadata{}, answers: map[string][]workload.Key{}}
+		lists: map[string][]*packed.Object{}, answers: map[string][]workload.Key{}}
 }
 
 // of returns the workloads that t selects.
@@ -98,8 +97,8 @@ func (s *selection) of(t Target) ([]workload.Key, error) {
 	}
 	var out []workload.Key
 	for _, o := range objs {
-		if t.Selects(t.Kind, o.Name, slim.Labels(o)) {
-			out = append(out, workload.Key{Kind: t.Kind, Namespace: s.namespace, Name: o.Name})
+		if t.Selects(t.Kind, o.GetName(), slim.Labels(o)) {
+			out = append(out, workload.Key{Kind: t.Kind, Namespace: s.namespace, Name: o.GetName()})
 		}
 	}
 	s.answers[key] = out

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 )
 
 // listing is a store of Deployments of shop that counts its lists.
@@ -22,9 +23,9 @@ type listing struct {
 	lists       int
 }
 
-func (l *listing) Workloads(string, string) ([]*metav1.PartialObjectMetadata, error) {
+func (l *listing) Workloads(string, string) ([]*packed.Object, error) {
 	l.lists++
-	return l.deployments, nil
+	return packed.PackAll(l.deployments), nil
 }
 
 // TestSelected: a policy's targets by selector list the namespace's

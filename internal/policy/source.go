@@ -149,7 +149,7 @@ func (r References) Matches(obj client.Object) []resolve.Match {
 		}
 		out = append(out, resolve.Match{
 			Kind: refs.Kind(kind),
-			Accepts: func(cfg *metav1.PartialObjectMetadata) bool {
+			Accepts: func(cfg metav1.Object) bool {
 				return slices.ContainsFunc(accept, func(m resolve.Match) bool { return m.Accepts(cfg) })
 			},
 			Ref: refs.Ref{AllKeys: true, Optional: true},
@@ -173,7 +173,7 @@ func bySelector(targeting []*Policy) []resolve.Match {
 			sel := s.Selector
 			out = append(out, resolve.Match{
 				Kind:    s.Kind,
-				Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return sel.Matches(slim.Labels(cfg)) },
+				Accepts: func(cfg metav1.Object) bool { return sel.Matches(slim.Labels(cfg)) },
 				Ref:     s.ref(""),
 			})
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -18,8 +19,8 @@ import (
 // configs is a resolve.Configs of fixed objects, all in namespace "shop".
 type configs map[refs.Kind][]*metav1.PartialObjectMetadata
 
-func (c configs) List(kind refs.Kind, _ string) ([]*metav1.PartialObjectMetadata, error) {
-	return c[kind], nil
+func (c configs) List(kind refs.Kind, _ string) ([]*packed.Object, error) {
+	return packed.PackAll(c[kind]), nil
 }
 
 func cfg(name string, labels map[string]string) *metav1.PartialObjectMetadata {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -107,7 +108,7 @@ func missingSources(p *Policy, st Workloads) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(objs, func(o *metav1.PartialObjectMetadata) bool { return s.Selector.Matches(slim.Labels(o)) }) {
+		if !slices.ContainsFunc(objs, func(o *packed.Object) bool { return s.Selector.Matches(slim.Labels(o)) }) {
 			out = append(out, fmt.Sprintf("no %s matches %s", s.Kind, s.Selector))
 		}
 	}

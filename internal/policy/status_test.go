@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -25,11 +26,11 @@ func (f fakeStore) Get(kind, _, name string) (*metav1.PartialObjectMetadata, err
 	}
 	return nil, nil
 }
-func (f fakeStore) Workloads(kind, _ string) ([]*metav1.PartialObjectMetadata, error) {
-	return f[kind], nil
+func (f fakeStore) Workloads(kind, _ string) ([]*packed.Object, error) {
+	return packed.PackAll(f[kind]), nil
 }
-func (f fakeStore) List(kind refs.Kind, _ string) ([]*metav1.PartialObjectMetadata, error) {
-	return f[string(kind)], nil
+func (f fakeStore) List(kind refs.Kind, _ string) ([]*packed.Object, error) {
+	return packed.PackAll(f[string(kind)]), nil
 }
 func (f fakeStore) UsersOf(refs.Kind, string, string) ([]workload.Key, error) { return nil, nil }
 func (f fakeStore) Reindex(string, string, string) (bool, error)              { return false, nil }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -201,11 +202,11 @@ func orEmpty(s []string) []string {
 // fakeConfigs are the ConfigMaps of namespace shop.
 type fakeConfigs []*metav1.PartialObjectMetadata
 
-func (f fakeConfigs) List(kind refs.Kind, _ string) ([]*metav1.PartialObjectMetadata, error) {
+func (f fakeConfigs) List(kind refs.Kind, _ string) ([]*packed.Object, error) {
 	if kind != refs.ConfigMap {
 		return nil, nil
 	}
-	return f, nil
+	return packed.PackAll(f), nil
 }
 
 // counting is a selector that counts the label sets it is asked about.

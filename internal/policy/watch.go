@@ -18,6 +18,7 @@ import (
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -140,9 +141,9 @@ type Workloads interface {
 	// Get returns the stored object of kind namespace/name, or nil.
 	Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error)
 	// Workloads returns the stored workloads of kind in namespace.
-	Workloads(kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	Workloads(kind, namespace string) ([]*packed.Object, error)
 	// List returns the stored ConfigMaps or Secrets of namespace.
-	List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	List(kind refs.Kind, namespace string) ([]*packed.Object, error)
 	// UsersOf returns the workloads whose references name kind
 	// namespace/name.
 	UsersOf(kind refs.Kind, namespace, name string) ([]workload.Key, error)

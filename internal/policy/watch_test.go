@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -34,10 +35,10 @@ func (s *stubStore) Get(kind, _, name string) (*metav1.PartialObjectMetadata, er
 	}
 	return nil, nil
 }
-func (s *stubStore) Workloads(string, string) ([]*metav1.PartialObjectMetadata, error) {
+func (s *stubStore) Workloads(string, string) ([]*packed.Object, error) {
 	return nil, nil
 }
-func (s *stubStore) List(refs.Kind, string) ([]*metav1.PartialObjectMetadata, error) {
+func (s *stubStore) List(refs.Kind, string) ([]*packed.Object, error) {
 	return nil, nil
 }
 func (s *stubStore) UsersOf(refs.Kind, string, string) ([]workload.Key, error) { return nil, nil }

@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -70,7 +71,7 @@ type Match struct {
 	Kind refs.Kind
 	// Accepts tells whether the object cfg (as the store keeps it: name,
 	// labels, the annotations kept) is referenced.
-	Accepts func(cfg *metav1.PartialObjectMetadata) bool
+	Accepts func(cfg metav1.Object) bool
 	// Ref is the reference made to each accepted object: its Kind and
 	// Name are set from the object.
 	Ref refs.Ref
@@ -87,7 +88,7 @@ type Narrower interface {
 // Configs lists the ConfigMaps or Secrets of a namespace, as the store
 // keeps them.
 type Configs interface {
-	List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	List(kind refs.Kind, namespace string) ([]*packed.Object, error)
 }
 
 // Options configure a Resolver.
@@ -246,7 +247,7 @@ func expand(match Match, namespace string, configs Configs) ([]refs.Ref, error) 
 	for _, o := range objs {
 		if match.Accepts(o) {
 			ref := match.Ref
-			ref.Kind, ref.Name = match.Kind, o.Name
+			ref.Kind, ref.Name = match.Kind, o.GetName()
 			out = append(out, ref)
 		}
 	}
@@ -302,7 +303,7 @@ func (Annotations) Matches(obj client.Object) []Match {
 		}
 		out = append(out, Match{
 			Kind:    kind,
-			Accepts: func(cfg *metav1.PartialObjectMetadata) bool { return named(cfg.Name) },
+			Accepts: func(cfg metav1.Object) bool { return named(cfg.GetName()) },
 			Ref:     refs.Ref{AllKeys: true, Optional: true},
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -107,14 +108,14 @@ func TestAnnotations(t *testing.T) {
 // configs is a resolve.Configs over a fixed list.
 type configs []*metav1.PartialObjectMetadata
 
-func (c configs) List(kind refs.Kind, ns string) ([]*metav1.PartialObjectMetadata, error) {
+func (c configs) List(kind refs.Kind, ns string) ([]*packed.Object, error) {
 	var out []*metav1.PartialObjectMetadata
 	for _, o := range c {
 		if o.Kind == string(kind) && o.Namespace == ns {
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	return packed.PackAll(out), nil
 }
 
 func stored(kind refs.Kind, ns, name string) *metav1.PartialObjectMetadata {

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/watcher-dev/watcher/internal/packed"
 )
 
 // LabelsAnnotation holds, on a stored object, its labels as one string
@@ -52,7 +54,7 @@ func EncodeLabels(m map[string]string) string {
 // Labels returns the labels of obj: read from LabelsAnnotation on a stored
 // object, from its metadata on any other.
 func Labels(obj metav1.Object) labels.Labels {
-	if s, ok := obj.GetAnnotations()[LabelsAnnotation]; ok {
+	if s, ok := packed.Annotation(obj, LabelsAnnotation); ok {
 		return encoded(s)
 	}
 	return labels.Set(obj.GetLabels())

@@ -18,8 +18,9 @@
 //	                    (it has guard.StateAnnotation) is not done,
 //	                    guard.RollingAnnotation
 //
-// Objects are kept as metav1.PartialObjectMetadata: a typed Deployment
-// weighs over a kilobyte in memory even when empty.
+// The transforms give a metav1.PartialObjectMetadata (a typed Deployment
+// weighs over a kilobyte in memory even when empty), which the store keeps
+// packed (package packed).
 //
 // Labels are kept for the selectors of ReloadPolicies (package policy),
 // which pick workloads, ConfigMaps and Secrets by label (read them with

@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/store"
 )
 
@@ -52,8 +53,8 @@ func TestSelected(t *testing.T) {
 		}
 		for _, inf := range infs {
 			for _, o := range inf.GetStore().List() {
-				if _, ok := o.(*metav1.PartialObjectMetadata); !ok {
-					t.Errorf("selector %q: the store holds a %T, not metadata", tt.selector, o)
+				if _, ok := o.(*packed.Object); !ok {
+					t.Errorf("selector %q: the store holds a %T, not a packed object", tt.selector, o)
 				}
 			}
 		}

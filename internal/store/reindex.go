@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -28,7 +29,8 @@ func annotated(transform toolscache.TransformFunc, annotate func(*metav1.Partial
 // holds (read only), through the informer's namespace index: for the label
 // selectors of policies, work proportional to the namespace. With
 // metav1.NamespaceAll, every one the store holds (a pass over the cache).
-func (s *Store) Workloads(kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+// They are the store's own, packed: read them, or ask for Meta.
+func (s *Store) Workloads(kind, namespace string) ([]*packed.Object, error) {
 	var objs []any
 	if namespace == metav1.NamespaceAll {
 		for _, inf := range s.Informers(kind) {
@@ -46,15 +48,7 @@ func (s *Store) Workloads(kind, namespace string) ([]*metav1.PartialObjectMetada
 			return nil, fmt.Errorf("list %s in %s: %w", kind, namespace, err)
 		}
 	}
-	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
-	for _, o := range objs {
-		m, err := asMeta(o)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return asPacked(objs)
 }
 
 // Reindex stores again the workload of kind namespace/name, if the store
@@ -82,9 +76,8 @@ func (s *Store) Reindex(kind, namespace, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m = m.DeepCopy()
 	s.opts.Annotate(m)
-	if err := inf.GetIndexer().Update(m); err != nil {
+	if err := inf.GetIndexer().Update(packed.Pack(m)); err != nil {
 		return true, fmt.Errorf("index %s %s/%s again: %w", kind, namespace, name, err)
 	}
 	return true, nil

@@ -94,7 +94,7 @@ func TestReindex(t *testing.T) {
 		}
 		var names []string
 		for _, w := range ws {
-			names = append(names, w.Name+":"+slim.Labels(w).Get("app"))
+			names = append(names, w.GetName()+":"+slim.Labels(w).Get("app"))
 		}
 		slices.Sort(names)
 		if diff := cmp.Diff([]string{"other:", "web:web"}, names); diff != "" {
@@ -106,7 +106,7 @@ func TestReindex(t *testing.T) {
 		}
 		names = names[:0]
 		for _, w := range all {
-			names = append(names, w.Namespace+"/"+w.Name)
+			names = append(names, w.GetNamespace()+"/"+w.GetName())
 		}
 		slices.Sort(names)
 		if diff := cmp.Diff([]string{"a/other", "a/web", "b/web"}, names); diff != "" {

@@ -1,7 +1,7 @@
 // Package store holds what watcher knows of the cluster, in client-go
 // informers: every watched workload and every watched ConfigMap and Secret,
-// each kept as a small metav1.PartialObjectMetadata (see packages slim and
-// hash), never as its content.
+// each trimmed to a small metav1.PartialObjectMetadata (see packages slim
+// and hash), never its content, and kept packed (package packed).
 //
 // Workloads are indexed by the "namespace/name" of each ConfigMap and Secret
 // they use, so that the users of a changed object are found with one index
@@ -33,6 +33,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/slim"
@@ -120,7 +121,7 @@ type Store struct {
 // New creates the informers; Start runs them.
 func New(cs kubernetes.Interface, o Options) (*Store, error) {
 	namespaces := object.Namespaces(o.Namespaces)
-	workloads := annotated(renamed(o.Keys, slim.Workload(o.Log, o.WorkloadAnnotations...)), o.Annotate)
+	workloads := packs(annotated(renamed(o.Keys, slim.Workload(o.Log, o.WorkloadAnnotations...)), o.Annotate))
 	s := &Store{
 		byKind:   map[string]map[string]toolscache.SharedIndexInformer{},
 		optional: map[string]context.CancelFunc{},
@@ -148,15 +149,15 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreSecretNamespaces),
 			Indexers:         byNamespace(ns),
 		})
-		if err := s.add(string(refs.ConfigMap), ns, cm, configs); err != nil {
+		if err := s.add(string(refs.ConfigMap), ns, cm, packs(configs)); err != nil {
 			return nil, err
 		}
-		if err := s.add(string(refs.Secret), ns, sec, sealed.KeepOwner(configs)); err != nil {
+		if err := s.add(string(refs.Secret), ns, sec, packs(sealed.KeepOwner(configs))); err != nil {
 			return nil, err
 		}
 	}
 	if o.NamespaceSelector != "" {
-		if err := s.add(KindNamespace, metav1.NamespaceAll, namespaceInformer(cs, o.NamespaceSelector), slimNamespace); err != nil {
+		if err := s.add(KindNamespace, metav1.NamespaceAll, namespaceInformer(cs, o.NamespaceSelector), packs(slimNamespace)); err != nil {
 			return nil, err
 		}
 	}
@@ -300,8 +301,8 @@ func (s *Store) HasSynced() bool {
 	return true
 }
 
-// Get returns the object of kind namespace/name, or nil if it is not there.
-// The object is the store's own: read only (DeepCopy before changing it).
+// Get returns the object of kind namespace/name, or nil if it is not there,
+// as a new PartialObjectMetadata of the caller's own.
 func (s *Store) Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	s.mu.RLock()
 	inf := s.informer(kind, namespace)
@@ -364,9 +365,9 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 	return out, nil
 }
 
-// List returns the ConfigMaps or Secrets of namespace that the store holds
-// (read only). It implements resolve.Configs.
-func (s *Store) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+// List returns the ConfigMaps or Secrets of namespace that the store holds,
+// as it keeps them (read only). It implements resolve.Configs.
+func (s *Store) List(kind refs.Kind, namespace string) ([]*packed.Object, error) {
 	s.mu.RLock()
 	inf := s.informer(string(kind), namespace)
 	_, all := s.byKind[string(kind)][metav1.NamespaceAll]
@@ -383,15 +384,7 @@ func (s *Store) List(kind refs.Kind, namespace string) ([]*metav1.PartialObjectM
 	} else {
 		objs = inf.GetStore().List()
 	}
-	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
-	for _, o := range objs {
-		m, err := asMeta(o)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return asPacked(objs)
 }
 
 // Count returns how many objects of kind the store holds.
@@ -415,10 +408,40 @@ func (s *Store) informer(kind, namespace string) toolscache.SharedIndexInformer 
 	return infs[namespace]
 }
 
+// asMeta returns the stored obj as a new PartialObjectMetadata.
 func asMeta(obj any) (*metav1.PartialObjectMetadata, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	o, ok := obj.(*packed.Object)
 	if !ok {
-		return nil, fmt.Errorf("store held %T, not a PartialObjectMetadata", obj)
+		return nil, fmt.Errorf("store held %T, not a packed object", obj)
 	}
-	return m, nil
+	return o.Meta(), nil
+}
+
+// asPacked returns the stored objs as they are kept.
+func asPacked(objs []any) ([]*packed.Object, error) {
+	out := make([]*packed.Object, 0, len(objs))
+	for _, obj := range objs {
+		o, ok := obj.(*packed.Object)
+		if !ok {
+			return nil, fmt.Errorf("store held %T, not a packed object", obj)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// packs returns transform followed by packing (package packed): the
+// informer keeps the packed object. An object packed already passes
+// unchanged (client-go may transform an object twice).
+func packs(transform toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if _, done := obj.(*packed.Object); done {
+			return obj, nil
+		}
+		out, err := transform(obj)
+		if m, ok := out.(*metav1.PartialObjectMetadata); ok && err == nil {
+			return packed.Pack(m), nil
+		}
+		return out, err
+	}
 }

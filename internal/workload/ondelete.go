@@ -3,6 +3,8 @@ package workload
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/packed"
 )
 
 // OnDeleteAnnotation holds, on a workload in watcher's store, why changing
@@ -20,7 +22,7 @@ const OnDeleteAnnotation = "watcher.dev/cached/on-delete"
 //
 // A stored workload carries the reason in OnDeleteAnnotation.
 func OnDelete(obj client.Object) string {
-	if r, ok := obj.GetAnnotations()[OnDeleteAnnotation]; ok {
+	if r, ok := packed.Annotation(obj, OnDeleteAnnotation); ok {
 		return r
 	}
 	k, ok := Of(obj)

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
@@ -199,7 +200,7 @@ const DelegatedAnnotation = "watcher.dev/cached/delegated"
 // (an Argo Rollout with spec.workloadRef): such a workload is restarted
 // through that object, never itself, so nothing refers to it.
 func Delegates(obj client.Object) bool {
-	if _, ok := obj.GetAnnotations()[DelegatedAnnotation]; ok {
+	if _, ok := packed.Annotation(obj, DelegatedAnnotation); ok {
 		return true
 	}
 	u, ok := obj.(*unstructured.Unstructured)
@@ -280,7 +281,7 @@ const RefsAnnotation = "watcher.dev/cached/refs"
 // RefsAnnotation on a stored workload, from its pod template on one read
 // from the API server.
 func Refs(obj client.Object) ([]refs.Ref, error) {
-	if s, ok := obj.GetAnnotations()[RefsAnnotation]; ok {
+	if s, ok := packed.Annotation(obj, RefsAnnotation); ok {
 		return refs.Decode(s)
 	}
 	tmpl, err := PodTemplate(obj)
