@@ -15,6 +15,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/workload"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -107,6 +108,16 @@ func TestStore(t *testing.T) {
 	web, _ := st.Get("Deployment", "a", "web")
 	if web.Kind != "Deployment" || web.APIVersion != "apps/v1" {
 		t.Errorf("a cached workload must know its kind, for Events and patches: %+v", web.TypeMeta)
+	}
+	// What Get gives is the caller's: changing it changes neither the
+	// store nor its indexes.
+	web.Annotations[workload.RefsAnnotation] = ""
+	web.Name = "changed"
+	if again, _ := st.Get("Deployment", "a", "web"); again == nil || again.Annotations[workload.RefsAnnotation] == "" {
+		t.Errorf("changing what Get gave changed the store: %+v", again)
+	}
+	if got := users(refs.Secret, "a", "sec"); !got["Deployment a/web"] {
+		t.Errorf("changing what Get gave changed the index: %v", got)
 	}
 }
 
