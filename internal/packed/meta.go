@@ -39,14 +39,11 @@ func (o *Object) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 func (o *Object) DeepCopyObject() runtime.Object {
 	out := *o
 	if o.rare != nil {
-		r := rare{
+		out.rare = &rare{
 			deletion: o.rare.deletion.DeepCopy(),
+			owners:   copyOwners(o.rare.owners),
 			labels:   maps.Clone(o.rare.labels),
 		}
-		for i := range o.rare.owners {
-			r.owners = append(r.owners, *o.rare.owners[i].DeepCopy())
-		}
-		out.rare = &r
 	}
 	out.annotations = slices.Clone(o.annotations)
 	return &out

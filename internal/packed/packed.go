@@ -16,6 +16,7 @@
 package packed
 
 import (
+	"maps"
 	"sort"
 	"unique"
 
@@ -67,11 +68,23 @@ func Pack(m *metav1.PartialObjectMetadata) *Object {
 		uid: m.UID, generation: m.Generation,
 	}
 	o.SetGroupVersionKind(m.GroupVersionKind())
-	o.SetDeletionTimestamp(m.DeletionTimestamp)
-	o.SetOwnerReferences(m.OwnerReferences)
-	o.SetLabels(m.Labels)
+	o.SetDeletionTimestamp(m.DeletionTimestamp.DeepCopy())
+	o.SetOwnerReferences(copyOwners(m.OwnerReferences))
+	o.SetLabels(maps.Clone(m.Labels))
 	o.SetAnnotations(m.Annotations)
 	return o
+}
+
+// copyOwners returns a deep copy of owners.
+func copyOwners(owners []metav1.OwnerReference) []metav1.OwnerReference {
+	if owners == nil {
+		return nil
+	}
+	out := make([]metav1.OwnerReference, len(owners))
+	for i := range owners {
+		owners[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // Meta returns o as a new PartialObjectMetadata, which the caller may
@@ -81,8 +94,8 @@ func (o *Object) Meta() *metav1.PartialObjectMetadata {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion,
 			UID: o.uid, Generation: o.generation,
-			DeletionTimestamp: o.GetDeletionTimestamp(), OwnerReferences: o.GetOwnerReferences(),
-			Labels: o.GetLabels(), Annotations: o.GetAnnotations(),
+			DeletionTimestamp: o.GetDeletionTimestamp().DeepCopy(), OwnerReferences: copyOwners(o.GetOwnerReferences()),
+			Labels: maps.Clone(o.GetLabels()), Annotations: o.GetAnnotations(),
 		},
 	}
 	m.SetGroupVersionKind(o.GroupVersionKind())

@@ -2,6 +2,7 @@ package packed_test
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,10 +16,10 @@ import (
 )
 
 func stored() *metav1.PartialObjectMetadata {
-	now := metav1.Now()
+	deleted := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: "web", Namespace: "shop", UID: "u-1", ResourceVersion: "42", Generation: 7,
-		DeletionTimestamp: &now,
+		DeletionTimestamp: &deleted,
 		OwnerReferences:   []metav1.OwnerReference{{APIVersion: "bitnami.com/v1alpha1", Kind: "SealedSecret", Name: "web", UID: "u-0"}},
 		Labels:            map[string]string{"app": "web"},
 		Annotations:       map[string]string{"z": "last", "a": "first", "m": ""},
@@ -36,8 +37,19 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// Neither the source nor a result shares anything with o.
 	m.Annotations["a"] = "changed"
+	m.Labels["app"] = "changed"
+	m.OwnerReferences[0].Name = "changed"
 	got := o.Meta()
 	got.Annotations["z"] = "changed"
+	got.Labels["app"] = "changed"
+	got.OwnerReferences[0].Name = "changed"
+	got.DeletionTimestamp.Time = got.DeletionTimestamp.AddDate(1, 0, 0)
+	if diff := cmp.Diff(stored().ObjectMeta.OwnerReferences, o.Meta().OwnerReferences); diff != "" || o.GetLabels()["app"] != "web" {
+		t.Errorf("changing the source or Meta's result changed o: %+v", o.Meta())
+	}
+	if d := o.GetDeletionTimestamp(); d.Year() != 2026 {
+		t.Errorf("changing Meta's deletion time changed o: %v", d)
+	}
 	if v, _ := o.Annotation("a"); v != "first" {
 		t.Errorf("changing the packed source changed o: a=%q", v)
 	}
