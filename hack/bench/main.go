@@ -80,7 +80,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Watcher, "watcher", "", "watcher binary, for the default --controller-cmd")
 	fs.StringVar(&o.ControllerCmd, "controller-cmd", "",
 		"controller command line, split on spaces (no shell); {healthPort} and {kubeconfig} are replaced; "+
-			"KUBECONFIG is set too. Default: <--watcher> "+defaultWatcherArgs)
+			"KUBECONFIG is set too. Default: <--watcher> "+defaultWatcherArgs+"; outside the shared scenario also"+apiServerOnlyArgs+
+			" (no deployment controller runs, so no rollout ever finishes and watcher's waves would hold every restart after the tenth): "+
+			"give it too when measuring watcher through --controller-cmd")
 	fs.StringVar(&o.ReadyURL, "ready-url", "http://127.0.0.1:{healthPort}/readyz", "URL that answers 200 once the controller is ready")
 	fs.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries; empty: built or found by hack/controlplane-bins.sh")
 	fs.StringVar(&o.OutDir, "out", "", "folder for the controller log, the audit log and result.json; empty: a new temporary folder")
