@@ -105,18 +105,11 @@ func (o *Object) Meta() *metav1.PartialObjectMetadata {
 // Annotation returns the value of the annotation key, and whether o has
 // it, without building the map of GetAnnotations.
 func (o *Object) Annotation(key string) (string, bool) {
-	i, found := o.find(key)
-	if !found {
+	i := 2 * sort.Search(len(o.annotations)/2, func(i int) bool { return o.annotations[2*i] >= key })
+	if i == len(o.annotations) || o.annotations[i] != key {
 		return "", false
 	}
-	return o.annotations[2*i+1], true
-}
-
-// find returns the index of key among the annotation pairs, or where it
-// would go.
-func (o *Object) find(key string) (int, bool) {
-	i := sort.Search(len(o.annotations)/2, func(i int) bool { return o.annotations[2*i] >= key })
-	return i, 2*i < len(o.annotations) && o.annotations[2*i] == key
+	return o.annotations[i+1], true
 }
 
 // Annotation returns the annotation key of obj, and whether obj has it:

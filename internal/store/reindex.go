@@ -84,15 +84,14 @@ func (s *Store) Reindex(kind, namespace, name string) (bool, error) {
 }
 
 // UsersOf returns the keys of the workloads that use the ConfigMap or
-// Secret namespace/name (see Users).
+// Secret namespace/name (see Users), with no copy of them.
 func (s *Store) UsersOf(kind refs.Kind, namespace, name string) ([]workload.Key, error) {
-	users, err := s.Users(kind, namespace, name)
+	var out []workload.Key
+	err := s.eachUser(kind, namespace, name, func(k string, o *packed.Object) {
+		out = append(out, workload.Key{Kind: k, Namespace: o.GetNamespace(), Name: o.GetName()})
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]workload.Key, 0, len(users))
-	for _, u := range users {
-		out = append(out, workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name})
 	}
 	return out, nil
 }

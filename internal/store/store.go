@@ -325,13 +325,26 @@ type User struct {
 
 // Users returns the workloads that use the ConfigMap or Secret
 // namespace/name: those that name it, and those that match objects of its
-// kind in its namespace (IndexWildcards), each once.
+// kind in its namespace (IndexWildcards), each once, each a copy of the
+// caller's own.
 func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
+	var out []User
+	err := s.eachUser(kind, namespace, name, func(k string, o *packed.Object) {
+		out = append(out, User{Kind: k, Obj: o.Meta()})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachUser calls fn with each user of the ConfigMap or Secret
+// namespace/name (see Users) as the store keeps it, once.
+func (s *Store) eachUser(kind refs.Kind, namespace, name string, fn func(kind string, o *packed.Object)) error {
 	index := IndexConfigMaps
 	if kind == refs.Secret {
 		index = IndexSecrets
 	}
-	var out []User
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, k := range workload.Kinds {
@@ -341,28 +354,28 @@ func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 		}
 		objs, err := inf.GetIndexer().ByIndex(index, namespace+"/"+name)
 		if err != nil {
-			return nil, fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
+			return fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
 		}
 		if s.opts.Wildcards != nil {
 			wild, err := inf.GetIndexer().ByIndex(IndexWildcards, string(kind)+"/"+namespace)
 			if err != nil {
-				return nil, fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
+				return fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
 			}
 			objs = append(objs, wild...)
 		}
-		seen := make(map[string]bool, len(objs))
-		for _, o := range objs {
-			m, err := asMeta(o)
-			if err != nil {
-				return nil, err
-			}
-			if !seen[m.Name] {
-				seen[m.Name] = true
-				out = append(out, User{Kind: k.Name(), Obj: m})
+		users, err := asPacked(objs)
+		if err != nil {
+			return err
+		}
+		seen := make(map[string]bool, len(users))
+		for _, o := range users {
+			if !seen[o.GetName()] {
+				seen[o.GetName()] = true
+				fn(k.Name(), o)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // List returns the ConfigMaps or Secrets of namespace that the store holds,
