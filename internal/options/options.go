@@ -113,6 +113,14 @@ type Options struct {
 	HealthAddr  string
 	// PprofAddr serves Go's /debug/pprof; "0" (the default) disables.
 	PprofAddr string
+	// ReloaderAddr serves what Stakater Reloader's Deployment probes and
+	// scrapes (/live and /metrics, Reloader's port 9090) when watcher runs
+	// in that Deployment; "0" (the default elsewhere) disables.
+	ReloaderAddr string
+	// MetricsByNamespace adds Reloader's per-namespace reload counter
+	// (reloader_reload_executed_total_by_namespace), as Reloader's
+	// METRICS_COUNT_BY_NAMESPACE=enabled does.
+	MetricsByNamespace bool
 	// LogFormat is "text" or "json"; LogLevel is "debug", "info" or "error".
 	LogFormat string
 	LogLevel  string
@@ -208,6 +216,7 @@ func Defaults() *Options {
 		MetricsAddr:               ":8080",
 		HealthAddr:                ":8081",
 		PprofAddr:                 "0",
+		ReloaderAddr:              "0",
 		LogFormat:                 "text",
 		LogLevel:                  "info",
 		QPS:                       50,
