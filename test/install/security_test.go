@@ -199,7 +199,10 @@ func boundGrants(t *testing.T, objs []*unstructured.Unstructured, ns, sa string,
 			verbs := slices.Sorted(slices.Values(rule.Verbs))
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
-					out = append(out, grant{group: g, resource: res, names: strings.Join(names, ","), verbs: strings.Join(verbs, ","), scope: scope})
+					gr := grant{group: g, resource: res, names: strings.Join(names, ","), verbs: strings.Join(verbs, ","), scope: scope}
+					if !slices.Contains(out, gr) { // one Role per watched namespace
+						out = append(out, gr)
+					}
 				}
 			}
 		}
