@@ -279,7 +279,7 @@ func (r *Recreator) List(ctx context.Context) error {
 func (r *Recreator) advance(ctx context.Context, rc Recreation, cm *corev1.ConfigMap) (created *batchv1.Job, waiting bool, err error) {
 	log := ctrl.LoggerFrom(ctx)
 	var cur *batchv1.Job
-	read := true // the Job is read again only when a write did not say what it is
+	read := true  // the Job is read again only when a write did not say what it is
 	for range 8 { // at most: delete, create, mark, release, drop
 		if read {
 			cur = &batchv1.Job{}
