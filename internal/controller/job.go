@@ -126,6 +126,8 @@ func (r *Reconciler) recreateFailed(ctx context.Context, key workload.Key, old *
 //	being re-created (a record known)              none: decided again once
 //	                                               it is done
 //	being deleted                                  none
+//	controlled (a CronJob's run)                   decided again as such:
+//	                                               none, or its record removed
 //	finished (Complete or Failed)                  decided again with its own
 //	                                               annotations only: opting
 //	                                               in through its pod template
@@ -133,7 +135,8 @@ func (r *Reconciler) recreateFailed(ctx context.Context, key workload.Key, old *
 //	                                               does) does not run it again
 //	running                                        p
 //
-// A Job with a controller is not restarted at all (plan.Input.Controlled).
+// A Job with a controller is not restarted at all (plan.Input.Controlled,
+// from the store; checked again here on the Job read).
 func (r *Reconciler) jobFacts(ctx context.Context, key workload.Key, obj client.Object, in plan.Input, p plan.Plan) (client.Object, plan.Plan, error) {
 	if kind, _ := workload.ByName(key.Kind); p.Action != plan.Restart || !kind.Recreate {
 		return obj, p, nil
@@ -157,6 +160,9 @@ func (r *Reconciler) jobFacts(ctx context.Context, key workload.Key, obj client.
 	switch {
 	case job.DeletionTimestamp != nil:
 		return job, plan.Plan{Action: plan.None}, nil
+	case workload.Job.Controlled(job):
+		in.Controlled = true // whatever the store kept
+		return job, plan.Decide(in), nil
 	case jobFinished(job):
 		in.Annotations = job.Annotations
 		return job, plan.Decide(in), nil
