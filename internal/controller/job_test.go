@@ -114,7 +114,7 @@ func newJobEnv(t *testing.T, ctx context.Context, discovery string, objs ...clie
 	})
 	s := settings.Settings{Annotation: "require-restart", Discovery: discovery}
 	e.r = &Reconciler{Store: st, Client: e.server, Fresh: e.server, Recorder: events.NewFakeRecorder(100),
-		Config: Config{Settings: s, Hasher: jobHasher, Strategy: restart.Default, Namespace: "watcher"},
+		Config:  Config{Settings: s, Hasher: jobHasher, Strategy: restart.Default, Namespace: "watcher"},
 		resolve: resolve.New(resolve.Options{}), rules: s.Rules()}
 	e.r.recreations = newRecreator(e.r, e.r.Config)
 	return e
@@ -353,7 +353,7 @@ func TestCronJobRunsAreTheCronJobs(t *testing.T) {
 				plan.RecordAnnotation: testRecord(ns, "v1"), plan.HashKeyAnnotation: jobHasher.ID()}),
 				Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", ConcurrencyPolicy: batchv1.ForbidConcurrent,
 					SuccessfulJobsHistoryLimit: ptr.To[int32](3),
-					JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: testPodSpec()}}}}}
+					JobTemplate:                batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: testPodSpec()}}}}}
 			switch tt.where {
 			case "metadata":
 				cj.Annotations[optin.ReloaderAuto] = "true"
