@@ -29,6 +29,10 @@ import (
 // re-created whose deletion does not finish (finalizers of its own).
 const ReasonRecreateBlocked = "RecreateBlocked"
 
+// ErrorOperation is the operation label of metrics.Errors for a step of a
+// re-creation that failed, and for a deletion reported blocked.
+const ErrorOperation = "recreate"
+
 // writeTimeout bounds the writes after a Job's delete: they run even when
 // the reconcile's context is cancelled (watcher stopping), so that the new
 // Job is created now rather than by the next replica.
@@ -241,7 +245,7 @@ func (r *Recreator) blocked(ctx context.Context, rc Recreation) {
 	if err := r.Fresh.Get(ctx, rc.Job, old); err != nil || old.UID != rc.OldUID {
 		return
 	}
-	metrics.Errors.WithLabelValues("recreate").Inc()
+	metrics.Errors.WithLabelValues(ErrorOperation).Inc()
 	ctrl.LoggerFrom(ctx).Info("Job deleted to re-create it is still being deleted; its re-creation waits", "job", rc.Job.String(), "finalizers", old.Finalizers)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(old, nil, corev1.EventTypeWarning, ReasonRecreateBlocked, "Restart", "%s",
@@ -331,7 +335,7 @@ func (r *Recreator) advance(ctx context.Context, rc Recreation, cm *corev1.Confi
 			return created, false, r.drop(ctx, cm)
 		}
 		if err != nil {
-			metrics.Errors.WithLabelValues(step.String()).Inc()
+			metrics.Errors.WithLabelValues(ErrorOperation).Inc()
 			return nil, false, fmt.Errorf("re-create job %s: %s: %w", rc.Job, step, err)
 		}
 	}
