@@ -86,7 +86,7 @@ func TestRBAC(t *testing.T) {
 				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger, and Jobs re-created
 				{"delete", "jobs", "-n", "apps-a"}, // concurrencyPolicy: Replace, and Jobs re-created
 				{"watch", "jobs", "-n", "apps-b"},
-				{"patch", "jobs", "-n", "apps-b"}, // the record
+				{"patch", "jobs", "-n", "apps-b"},                              // the record
 				{"delete", "configmaps/watcher-recreate-0123", "-n", "rbac-n"}, // the records of Job re-creations
 				{"list", "configmaps", "-n", "rbac-n"},
 				{"list", "secrets", "-n", "apps-b"},
