@@ -150,6 +150,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Served:             crds,
 		CSI:                csiOpts,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
+		Namespace:          o.OwnNamespace(),
 		Own: []object.Ref{
 			{Kind: "ConfigMap", Namespace: o.OwnNamespace(), Name: settings.ConfigMapName(o.Lease.Name)},
 			{Kind: "Secret", Namespace: o.OwnNamespace(), Name: o.HashKeySecret},

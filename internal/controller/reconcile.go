@@ -23,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -69,6 +70,8 @@ type Reconciler struct {
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
+	// recreations re-creates Jobs; nil when Jobs are not watched (job.go).
+	recreations *restart.Recreator
 }
 
 // Reconcile processes one request: a changed object or a workload.
@@ -79,6 +82,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	case Workload:
 		if _, wait := r.inScope(req.Namespace); wait {
 			return reconcile.Result{RequeueAfter: namespaceWait}, nil
+		}
+		if res, ok, err := r.resumeJob(ctx, req.Ref); ok { // job.go
+			return res, err
 		}
 		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
 			return reconcile.Result{}, err
@@ -121,6 +127,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_
 	}
 	if err != nil || cached == nil {
 		return plan.Plan{}, err
+	}
+	if kind.Recreate && cached.GetDeletionTimestamp() != nil {
+		return plan.Plan{}, nil // a Job being deleted is never restarted (job.go)
 	}
 	// The patch writes the server's answer into the object: not the store's.
 	var obj client.Object = cached.DeepCopy()
@@ -165,6 +174,9 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {
 			return plan.Plan{}, err
 		}
+	}
+	if obj, p, err = r.jobFacts(ctx, key, obj, in, p); err != nil { // job.go
+		return plan.Plan{}, err
 	}
 	if err := r.apply(ctx, key, obj, in, p); err != nil {
 		return p, err
@@ -225,6 +237,7 @@ func (r *Reconciler) gather(ctx context.Context, obj client.Object, report bool)
 		Rules:           r.rules,
 		Annotations:     optin.Of(obj),
 		OptInOnly:       kindOf(obj).Recreate,
+		Controlled:      kindOf(obj).Controlled(obj),
 		Policies:        applied.Named,
 		Refs:            uses,
 		Configs:         map[string]plan.Config{},

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -82,6 +83,9 @@ type Config struct {
 	// so that a burst of changes is handled once; CoalesceMax bounds the
 	// wait under a never-ending stream of changes.
 	Coalesce, CoalesceMax time.Duration
+	// Namespace is watcher's own namespace: the records of Job
+	// re-creations are kept there (package restart); "" is "default".
+	Namespace string
 	// Own are watcher's own objects (its published settings, its hash
 	// key): their writes are not changes of any workload's configuration.
 	Own []object.Ref
@@ -172,6 +176,12 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
+	if len(st.Informers(workload.Job.Name())) > 0 {
+		r.recreations = newRecreator(r, cfg)
+		if err := mgr.Add(r.recreations.Lister(cfg.NeedLeaderElection)); err != nil {
+			return fmt.Errorf("add job re-creations: %w", err)
+		}
+	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -216,6 +226,12 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
+	if r.recreations != nil {
+		b = b.WatchesRawSource(source.TypedChannel(r.recreations.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, k types.NamespacedName) []Request {
+				return []Request{Workload{object.Ref{Kind: workload.Job.Name(), Namespace: k.Namespace, Name: k.Name}}}
+			})))
+	}
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}

@@ -144,7 +144,7 @@ func (s Settings) user(cfg Config, w Workload, state string) (ConfigUser, bool, 
 	}
 	kind, _ := workload.Of(obj)
 	var notes []string
-	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Policies: s.named(obj, refsOf(origins))}
+	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Controlled: kind.Controlled(obj), Policies: s.named(obj, refsOf(origins))}
 	u, _, _ := s.use(in, origins[i], cfg, paths(obj, origins)[cfg.ID()])
 	cu := ConfigUser{Kind: kind.Name(), Name: obj.GetName(), AllKeys: u.AllKeys, Keys: u.Keys, Sources: u.Sources,
 		Paths: u.Paths, Verdict: u.Verdict, Rule: u.Rule, Effect: EffectNone}

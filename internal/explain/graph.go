@@ -65,7 +65,7 @@ func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kin
 			gw.Error = err.Error()
 		}
 		where := paths(obj, origins)
-		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Policies: s.named(obj, refsOf(origins))}
+		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Controlled: kind.Controlled(obj), Policies: s.named(obj, refsOf(origins))}
 		for _, o := range origins {
 			key := obj.GetNamespace() + "/" + o.Ref.ID()
 			cfg := config(o.Ref.Kind, obj.GetNamespace(), o.Ref.Name)

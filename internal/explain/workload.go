@@ -147,7 +147,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("find the references of %s %s/%s: %w", rep.Kind, rep.Namespace, rep.Name, err)
 	}
-	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Configs: map[string]plan.Config{},
+	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Controlled: kind.Controlled(obj), Configs: map[string]plan.Config{},
 		RestartOnCreate: s.RestartOnCreate, ReloadOnDelete: s.ReloadOnDelete}
 	for _, o := range origins {
 		if !o.Ignored {

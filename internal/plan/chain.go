@@ -81,6 +81,9 @@ type Options struct {
 // NewChain returns watcher's rules, in the order they are asked:
 //
 //	rule                 verdict  matches when
+//	controlled           drop     the workload is opt-in only and has a
+//	                              controller (Input.Controlled: a CronJob's
+//	                              Job, whatever its template inherited)
 //	workload-opted-out   drop     the workload's OptOutAnnotation is false
 //	excluded             drop     an exclude list of the workload names the
 //	                              object (optin.Excluded)
@@ -107,6 +110,7 @@ type Options struct {
 // (OptedOut and optin.Check say why, for the caller to report).
 func NewChain(o Options) Chain {
 	return Chain{
+		{SkipControlled, Drop, controlled},
 		{SkipWorkloadOptedOut, Drop, o.workloadOptedOut},
 		{SkipExcluded, Drop, excluded},
 		{SkipAutoDisabled, Drop, autoDisabled},
@@ -115,6 +119,10 @@ func NewChain(o Options) Chain {
 		{SkipConfigIgnored, Ignore, configIgnored},
 	}
 }
+
+// controlled: a Job its controller made is its controller's to restart
+// (a CronJob's runs, finished ones included, are never run again).
+func controlled(in Input, _ refs.Ref, _ Config) bool { return in.Controlled }
 
 // workloadOptedOut: a workload that opts out is never restarted.
 func (o Options) workloadOptedOut(in Input, _ refs.Ref, _ Config) bool {

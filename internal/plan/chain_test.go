@@ -245,3 +245,36 @@ func TestOptedOut(t *testing.T) {
 		})
 	}
 }
+
+// TestControlled: a Job with a controller (Input.Controlled) is dropped
+// whatever it opts in to, before every other rule: a restart decided for
+// it would delete and re-create its controller's run. With a record, its
+// record is removed (Forget) and nothing restarts; without, nothing.
+func TestControlled(t *testing.T) {
+	optIn := map[string]string{"reloader.stakater.com/auto": "true", "configmap.reloader.stakater.com/reload": "a"}
+	for _, tt := range []struct {
+		name       string
+		controlled bool
+		recorded   bool
+		want       plan.Action
+	}{
+		{"controlled, recorded: forget", true, true, plan.Forget},
+		{"controlled, never recorded: nothing", true, false, plan.None},
+		{"not controlled, recorded: restart", false, true, plan.Restart},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := plan.Input{Rules: rules, Annotations: optIn, OptInOnly: true, Controlled: tt.controlled,
+				Refs: []refs.Ref{cmAll("a")}, Configs: map[string]plan.Config{cmA: present("k", "2")}}
+			if tt.recorded {
+				in.Recorded = plan.Decide(plan.Input{Refs: in.Refs, Configs: map[string]plan.Config{cmA: present("k", "1")}}).Record
+			}
+			p := plan.Decide(in)
+			if p.Action != tt.want {
+				t.Errorf("Decide() = %v, want %v", p.Action, tt.want)
+			}
+			if v, rule := in.Rules.Evaluate(in, in.Refs[0]); tt.controlled && (v != plan.Drop || rule != plan.SkipControlled) {
+				t.Errorf("Evaluate() = %v %q, want drop %q", v, rule, plan.SkipControlled)
+			}
+		})
+	}
+}

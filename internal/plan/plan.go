@@ -89,6 +89,10 @@ type Input struct {
 	// discovery mode, as in the annotated mode (see NewChain): a Job,
 	// which a restart deletes and creates again (workload.Kind.Recreate).
 	OptInOnly bool
+	// Controlled: the workload is opt-in only and has a controller (an
+	// ownerReference with controller: true, a CronJob's Job): it is its
+	// controller's, never restarted on its own (see NewChain).
+	Controlled bool
 	// Refs are the objects the workload's pod template uses.
 	Refs []refs.Ref
 	// Recorded is the workload's record; nil if it has none.

@@ -8,6 +8,7 @@ const (
 	SkipMetadataOnly     = "metadata-only"      // labels or annotations changed, data did not
 	SkipUnusedKeys       = "unused-keys"        // the workload reads none of the changed keys
 	SkipWorkloadOptedOut = "workload-opted-out" // the workload opted out
+	SkipControlled       = "controlled"         // a Job with a controller (a CronJob's): its controller restarts
 	SkipExcluded         = "excluded"           // an exclude list of the workload names the object
 	SkipAutoDisabled     = "auto-disabled"      // the workload's auto annotation is false
 	SkipNotOptedIn       = "not-opted-in"       // annotated discovery (or a Job), and the workload did not opt in

@@ -127,6 +127,14 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
+		if kind.Recreate {
+			// A Job with a controller is its controller's, never restarted
+			// on its own (workload.Kind.Controlled): its controller
+			// reference is kept.
+			if c := metav1.GetControllerOfNoCopy(w); c != nil {
+				out.OwnerReferences = []metav1.OwnerReference{*c}
+			}
+		}
 		var uses []refs.Ref
 		if tmpl != nil {
 			uses = refs.FromPodSpec(&tmpl.Spec)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -193,5 +194,35 @@ func TestWorkloadUnreadableTemplate(t *testing.T) {
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], `"workload"="ReplicaSet ns/web"`) {
 		t.Errorf("logged %q, want one line naming the workload", logged)
+	}
+}
+
+// TestWorkloadKeepsJobController: a Job keeps its controller reference
+// alone (a CronJob's run is its CronJob's, workload.Kind.Controlled); a
+// Deployment keeps none.
+func TestWorkloadKeepsJobController(t *testing.T) {
+	transform := slim.Workload(logr.Discard())
+	owners := []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "u-2"},
+		{APIVersion: "batch/v1", Kind: "CronJob", Name: "backup", UID: "u-3", Controller: ptr.To(true)},
+	}
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "backup-1", OwnerReferences: owners}
+	job, err := transform(&batchv1.Job{ObjectMeta: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.(client.Object).GetOwnerReferences(); !cmp.Equal(got, owners[1:]) || !workload.Job.Controlled(job.(client.Object)) {
+		t.Errorf("Job owners %v, want the controller alone", got)
+	}
+	dep, err := transform(&appsv1.Deployment{ObjectMeta: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.(client.Object).GetOwnerReferences(); got != nil {
+		t.Errorf("Deployment owners %v, want none", got)
+	}
+	meta.OwnerReferences = owners[:1]
+	if job, _ := transform(&batchv1.Job{ObjectMeta: meta}); workload.Job.Controlled(job.(client.Object)) {
+		t.Error("a Job with an owner that is not its controller is controlled")
 	}
 }

@@ -129,6 +129,22 @@ func (k Kind) Name() string { return k.GVK.Kind }
 // APIVersion returns the kind's group and version, e.g. "apps/v1".
 func (k Kind) APIVersion() string { return k.GVK.GroupVersion().String() }
 
+// Controlled tells whether obj, of kind k, belongs to its controller: a
+// kind that a restart re-creates (a Job) with a controller owner (a
+// CronJob, or any other controller). Such a workload is never restarted on
+// its own: its controller is (plan.Input.Controlled).
+func (k Kind) Controlled(obj client.Object) bool {
+	if !k.Recreate {
+		return false
+	}
+	for _, o := range obj.GetOwnerReferences() {
+		if o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
 // New returns an empty object of the kind: typed when the kind has a Go
 // type, else unstructured.
 func (k Kind) New() client.Object {

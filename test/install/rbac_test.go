@@ -54,6 +54,7 @@ func TestRBAC(t *testing.T) {
 				{"patch", "secrets", "-n", "apps-x"},
 				{"update", "configmaps", "-n", "apps-x"},
 				{"update", "configmaps/other", "-n", "rbac-c"},
+				{"delete", "configmaps", "-n", "rbac-c"}, // no Job re-creation records: Jobs ignored
 				{"delete", "configmaps", "-n", "apps-x"},
 				{"create", "pods", "-n", "apps-x"},
 				{"create", "pods", "-n", "rbac-c"},
@@ -85,7 +86,9 @@ func TestRBAC(t *testing.T) {
 				{"create", "jobs", "-n", "apps-a"}, // the CronJob trigger, and Jobs re-created
 				{"delete", "jobs", "-n", "apps-a"}, // concurrencyPolicy: Replace, and Jobs re-created
 				{"watch", "jobs", "-n", "apps-b"},
-				{"patch", "jobs", "-n", "apps-b"}, // the record
+				{"patch", "jobs", "-n", "apps-b"},                              // the record
+				{"delete", "configmaps/watcher-recreate-0123", "-n", "rbac-n"}, // the records of Job re-creations
+				{"list", "configmaps", "-n", "rbac-n"},
 				{"list", "secrets", "-n", "apps-b"},
 				{"get", "secrets/rn-watcher-hash-key", "-n", "rbac-n"},
 				{"update", "leases/rn-watcher", "-n", "rbac-n"},
