@@ -109,11 +109,12 @@ demo: build controlplane ## start a local control plane, run watcher on it and s
 run: build ## run watcher against the cluster of $$KUBECONFIG
 	bin/watcher --local-config=True
 
-bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; again with 2,000 ReloadPolicies; then the eviction scenario, evict beside annotation
+bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; again with 2,000 ReloadPolicies; then the eviction scenario, evict beside annotation; then 1,000 blocked evict restarts, from the leader and a restarted leader
 	$(GO) run ./hack/bench --watcher bin/watcher
 	$(GO) run ./hack/bench --watcher bin/watcher --policies 2000
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy annotation
+	$(GO) run ./hack/bench --watcher bin/watcher --blocked 1000 --after 10m --restarted-after 10m --window 1m
 
 clean: ## remove bin/
 	rm -rf bin

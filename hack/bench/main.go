@@ -15,6 +15,7 @@
 //
 //	go run ./hack/bench --watcher bin/watcher --workloads 10000 --size 16384
 //	go run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
+//	go run ./hack/bench --watcher bin/watcher --blocked 1000 --after 10m --window 1m
 //	go run ./hack/bench --controller-cmd '/path/to/other --health={healthPort}' \
 //		--ready-url http://127.0.0.1:{healthPort}/ready
 package main
@@ -53,6 +54,14 @@ type options struct {
 	PDB        bool
 	ReadyDelay time.Duration
 	Strategy   string
+	// Blocked, when set, runs the blocked-eviction scenario instead (see
+	// blocked.go): this many evict Deployments a PodDisruptionBudget of
+	// maxUnavailable 0 blocks; the controller's requests are counted for
+	// Window, After the change, and RestartedAfter a restart of it.
+	// RolloutTimeout is watcher's --rollout-timeout (empty: its default).
+	Blocked                       int
+	After, RestartedAfter, Window time.Duration
+	RolloutTimeout                string
 	// InstallProbe, with Shared, measures the writes of adoption with the
 	// record in each place it could live, instead of running a controller
 	// (probe.go).
@@ -91,6 +100,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Shared, "shared", 0, "run the shared-ConfigMap scenario instead: this many Deployments of one replica use one ConfigMap, changed once (the whole control plane runs)")
 	fs.IntVar(&o.Replicas, "replicas", 1, "with --shared: replicas of each Deployment")
 	fs.BoolVar(&o.PDB, "pdb", false, "with --shared: a PodDisruptionBudget of maxUnavailable 1 for each Deployment")
+	fs.IntVar(&o.Blocked, "blocked", 0, "run the blocked-eviction scenario instead: this many Deployments of one replica, restart strategy evict, each with a PodDisruptionBudget of maxUnavailable 0, use one ConfigMap, changed once (the whole control plane runs)")
+	fs.DurationVar(&o.After, "after", 10*time.Minute, "with --blocked: count the leader's requests from this long after the change")
+	fs.DurationVar(&o.RestartedAfter, "restarted-after", time.Minute, "with --blocked: count the restarted leader's requests from this long after its start")
+	fs.DurationVar(&o.Window, "window", time.Minute, "with --blocked: how long each count lasts")
+	fs.StringVar(&o.RolloutTimeout, "rollout-timeout", "", "with --blocked: watcher's --rollout-timeout; empty: its default")
 	fs.BoolVar(&o.InstallProbe, "install-probe", false, "with --shared: no controller; measure the writes at install with the record in each place it could live (a label, the ReplicaSet, ConfigMaps of watcher's own, the workload's annotation)")
 	fs.DurationVar(&o.ReadyDelay, "ready-delay", 2*time.Second, "with --shared: how long pods take to become Ready")
 	fs.StringVar(&o.Strategy, "strategy", "", "watcher's --restart-strategy (annotation, env, restarted-at, evict); empty: watcher's default. Only with --watcher")
@@ -121,6 +135,12 @@ func (o *options) validate() error {
 	if o.Shared < 0 || o.Replicas < 1 {
 		errs = append(errs, errors.New("--shared must not be negative, --replicas must be at least 1"))
 	}
+	if o.Blocked > 0 {
+		if o.Shared > 0 || o.InstallProbe || o.Window <= 0 || (o.Strategy != "" && o.Strategy != "evict") {
+			errs = append(errs, errors.New("--blocked goes with neither --shared nor --install-probe nor a --strategy other than evict, and needs a --window"))
+		}
+		o.Shared, o.Replicas, o.PDB, o.Strategy = o.Blocked, 1, true, "evict"
+	}
 	if o.Shared == 0 && (o.Replicas != 1 || o.PDB || o.InstallProbe) {
 		errs = append(errs, errors.New("--replicas, --pdb and --install-probe go with --shared"))
 	}
@@ -147,6 +167,11 @@ func main() {
 		r, err := runProbe(ctx, o, newProgress(os.Stderr))
 		stop()
 		finish(r, err, o.JSONPath, func(w io.Writer) error { return writeProbe(w, r) })
+		return
+	case o.Blocked > 0:
+		r, err := runBlocked(ctx, o, newProgress(os.Stderr))
+		stop()
+		finish(r, err, o.JSONPath, func(w io.Writer) error { return writeBlocked(w, r) })
 		return
 	case o.Shared > 0:
 		r, err := runWaves(ctx, o, newProgress(os.Stderr))

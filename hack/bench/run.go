@@ -321,6 +321,12 @@ func (o options) controllerCommand(healthPort int, kubeconfig string) ([]string,
 		if o.Strategy != "" {
 			line += " --restart-strategy=" + o.Strategy
 		}
+		if o.Blocked > 0 { // every restart at once; none ever finishes
+			line += apiServerOnlyArgs
+			if o.RolloutTimeout != "" {
+				line += " --rollout-timeout=" + o.RolloutTimeout
+			}
+		}
 	}
 	fill := strings.NewReplacer("{healthPort}", strconv.Itoa(healthPort), "{kubeconfig}", kubeconfig)
 	argv := strings.Fields(fill.Replace(line))

@@ -226,11 +226,16 @@ func sharedAvailable(ctx context.Context, cs kubernetes.Interface, o options) (b
 const benchNamespace = "default"
 
 // createShared creates the ConfigMap and o.Shared Deployments that use it,
-// each with a PodDisruptionBudget if o.PDB.
+// each with a PodDisruptionBudget if o.PDB (of maxUnavailable 0 in the
+// blocked-eviction scenario).
 func createShared(ctx context.Context, cs kubernetes.Interface, o options) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: benchNamespace}, Data: map[string]string{"ca.crt": "0"}}
 	if _, err := cs.CoreV1().ConfigMaps(benchNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the shared ConfigMap: %w", err)
+	}
+	maxUnavailable := int32(1)
+	if o.Blocked > 0 {
+		maxUnavailable = 0 // every eviction refused
 	}
 	for i := range o.Shared {
 		name := workloadName(i)
@@ -256,7 +261,7 @@ func createShared(ctx context.Context, cs kubernetes.Interface, o options) error
 		}
 		pdb := &policyv1.PodDisruptionBudget{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
-			Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: selector},
+			Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)), Selector: selector},
 		}
 		if _, err := cs.PolicyV1().PodDisruptionBudgets(benchNamespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create the PodDisruptionBudget of %s: %w", name, err)

@@ -43,7 +43,7 @@ func (r *Reconciler) write(ctx context.Context, key workload.Key, obj client.Obj
 		return r.recreate(ctx, key, obj, p, s, req)
 	}
 	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, s, r.guards.State(req, obj))
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch)); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch), restartOptions(s, p)...); err != nil {
 		return obj, r.patchFailed(ctx, key, obj, err)
 	}
 	return obj, nil

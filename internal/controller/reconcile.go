@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -63,7 +64,7 @@ type Reconciler struct {
 	// off.
 	cronJobs *trigger.Trigger
 	// evicted remembers the progress of restarts by eviction (evict.go).
-	evicted evictions
+	evicted evict.Tracker
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection

@@ -173,6 +173,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		r.policyDry = newDryRun()
 	}
 	cfg.Guards.Evicts = r.evicts // evict.go
+	r.evicted.Timeout = cfg.Guards.RolloutTimeout
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
@@ -206,7 +207,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		})
 	for _, kind := range workload.Kinds {
 		for _, inf := range st.Informers(kind.Name()) {
-			b = b.WatchesRawSource(syncing(inf, workloadHandler(kind.Name()), workloadChanged()))
+			b = b.WatchesRawSource(syncing(inf, r.touching(kind.Name(), workloadHandler(kind.Name())), workloadChanged()))
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {

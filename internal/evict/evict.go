@@ -7,16 +7,27 @@
 // The progress is level-triggered: it is derived, at every step, from the
 // pods as they are (listed by the workload's selector in its namespace,
 // kept only if the workload owns them) and the time of the restart,
-// recorded on the workload's metadata, never its template (the "at" of
-// watcher's signed restart state, guard.StateAnnotation, written in the
-// restart's one patch, to the second). A pod created before that time
-// is old and is to be replaced; a pod created at or after it is a
-// replacement and is never evicted. So a restart of watcher, or a lease
-// handover, in the middle of a restart continues where it was, and never
-// evicts a pod twice.
+// recorded on the workload's metadata, never its template: the API
+// server's time of the restart's write (ServerTime: the managedFields
+// entry of FieldManager, the only writer of restarts by eviction), to the
+// second, so that watcher's own clock, skewed or jumping, never decides
+// which pods are old (the "at" of watcher's signed restart state,
+// guard.StateAnnotation, only for a restart written before). A pod created
+// before that time is old and is to be replaced; a pod created at or after
+// it is a replacement and is never evicted. So a restart of watcher, or a
+// lease handover, in the middle of a restart continues where it was, and
+// never evicts a pod twice.
+//
+// A restart that cannot finish (replacements never Ready, a budget that
+// allows nothing, rights watcher lacks) costs bounded work: Tracker spaces
+// the looks at it from seconds to minutes and ends them at the rollout
+// timeout, and DoneAnnotation records on the workload the restarts seen
+// done, so that a new process knows, from its cache alone, which restarts
+// past their timeout failed.
 //
 // Next is the pure decision; the package's other functions gather its
-// input (Pods, Owned, Allowance, FromPod) and carry it out (Evict, Blocked).
+// input (Pods, Owned, Allowance, FromPod, ServerTime) and carry it out
+// (Evict, Blocked, ForbiddenError); Tracker and DoneMark keep its progress.
 package evict
 
 import (

@@ -43,7 +43,7 @@ func Pods(ctx context.Context, r client.Reader, obj client.Object) ([]corev1.Pod
 		owners = map[types.UID]bool{}
 		var rss appsv1.ReplicaSetList
 		if err := r.List(ctx, &rss, in...); err != nil {
-			return nil, fmt.Errorf("list replicasets of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+			return nil, forbidden("list", "replicasets", obj.GetNamespace(), fmt.Errorf("list replicasets of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err))
 		}
 		for i := range rss.Items {
 			if c := metav1.GetControllerOf(&rss.Items[i]); c != nil && c.UID == obj.GetUID() {
@@ -53,7 +53,7 @@ func Pods(ctx context.Context, r client.Reader, obj client.Object) ([]corev1.Pod
 	}
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, in...); err != nil {
-		return nil, fmt.Errorf("list pods of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		return nil, forbidden("list", "pods", obj.GetNamespace(), fmt.Errorf("list pods of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err))
 	}
 	var out []corev1.Pod
 	for _, p := range pods.Items {
@@ -62,6 +62,37 @@ func Pods(ctx context.Context, r client.Reader, obj client.Object) ([]corev1.Pod
 		}
 	}
 	return out, nil
+}
+
+// ForbiddenError is the error of a request that watcher's rights do not
+// allow (403 Forbidden): it names the right missing, for the Warning Event
+// on the workload. Retrying cannot help until a person grants it.
+type ForbiddenError struct {
+	// Verb, Resource and Namespace name the right as RBAC does: "create",
+	// "pods/eviction", "tenant-a".
+	Verb, Resource, Namespace string
+	Err                       error
+}
+
+// Error implements error.
+func (e *ForbiddenError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the API server's error.
+func (e *ForbiddenError) Unwrap() error { return e.Err }
+
+// Right names the right missing: "create pods/eviction in namespace x".
+func (e *ForbiddenError) Right() string {
+	return e.Verb + " " + e.Resource + " in namespace " + e.Namespace
+}
+
+// forbidden returns err as a ForbiddenError for the right verb on
+// resource in namespace if the API server refused it as forbidden, else
+// err.
+func forbidden(verb, resource, namespace string, err error) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	return &ForbiddenError{Verb: verb, Resource: resource, Namespace: namespace, Err: err}
 }
 
 // Evict asks the API server to evict pod (policy/v1 Eviction): it refuses
@@ -74,7 +105,7 @@ func Evict(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return forbidden("create", "pods/eviction", pod.Namespace, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err))
 	}
 	return nil
 }

@@ -227,8 +227,10 @@ func waitReplaced(t *testing.T, ns, name string, old map[types.UID]bool) {
 // TestEvictBlockedFails: a restart by eviction that a PodDisruptionBudget
 // blocks is a failed rollout after --rollout-timeout: RolloutFailed, and
 // the rest of the change (another Deployment, waiting for the one wave
-// slot) is held; once the budget allows, the pod is replaced, the rollout
-// recovers and the held restart goes on.
+// slot) is held. It is no longer looked at: relaxing the budget alone
+// (not an event of the workload) replaces nothing; an event of the
+// workload (here its release annotation set) resumes it, the pod is
+// replaced, the rollout recovers and the held restart goes on.
 func TestEvictBlockedFails(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
@@ -252,6 +254,8 @@ func TestEvictBlockedFails(t *testing.T) {
 	g.Expect(runningPods(t, ns, "web")).To(Equal(oldWeb), "blocked: the pod stays")
 
 	edit(t, budget, func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(0)) })
+	g.Consistently(func() map[types.UID]bool { return runningPods(t, ns, "web") }, 5*time.Second).Should(Equal(oldWeb), "past its timeout: not looked at")
+	edit(t, web, func(d *appsv1.Deployment) { metav1.SetMetaDataAnnotation(&d.ObjectMeta, guard.ReleaseAnnotation, "1") })
 	waitReplaced(t, ns, "web", oldWeb)
 	g.Eventually(func() []string { return eventNotesOn(t, ns, "web", hold.ReasonRolloutResumed) }, wait).ShouldNot(BeEmpty())
 	waitReplaced(t, ns, "other", oldOther)
