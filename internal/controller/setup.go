@@ -169,6 +169,10 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		r.policyDry = newDryRun()
 	}
 	cfg.Guards.Evicts = r.evicts // evict.go
+	var kinds *optionalKinds // set below, before the manager starts
+	if cfg.Guards.Known == nil {
+		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
+	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
@@ -269,7 +273,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if mounts != nil {
 		apis = append(apis, mounts)
 	}
-	kinds := &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
+	kinds = &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
 	if err := mgr.AddReadyzCheck("optional-apis", kinds.Checked); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
