@@ -169,7 +169,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		r.policyDry = newDryRun()
 	}
 	cfg.Guards.Evicts = r.evicts // evict.go
-	var kinds *optionalKinds // set below, before the manager starts
+	var kinds *optionalKinds     // set below, before the manager starts
 	if cfg.Guards.Known == nil {
 		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
 	}
