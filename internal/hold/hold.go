@@ -69,6 +69,11 @@ type Config struct {
 	// restarted by eviction: its rollouts are told by Evicting, not read
 	// from its status. nil: none is.
 	Evicts func(key object.Ref, obj client.Object) bool
+	// EvictDone reports whether the cluster says that the restart by
+	// eviction of obj (as the store holds it) made at at is done (the
+	// mark package evict leaves on the workload); nil: never. restore
+	// then tracks nothing for it.
+	EvictDone func(obj client.Object, at time.Time) bool
 	// Known reports whether every optional kind of workload the API
 	// server serves was looked up (its informers then run in the store),
 	// so that restore waits for them; nil: at once.

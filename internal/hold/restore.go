@@ -29,7 +29,8 @@ import (
 //	DaemonSet by evict      past the timeout) until the controller, which
 //	                        lists its pods, says it is done (Evicting): its
 //	                        rollout shows neither in its status nor in its
-//	                        generation
+//	                        generation; nothing if the workload is marked
+//	                        done for that restart (Config.EvictDone)
 //	an optional kind (Argo  restored when its informers have synced, if
 //	  Rollout) served later it is served later (restored again if its
 //	                        API goes and comes back)
@@ -123,9 +124,10 @@ func (g *Guards) restoreKind(ctx context.Context, kind string) {
 		key := object.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 		meta := o.Meta()
 		if g.cfg.Evicts != nil && g.cfg.Evicts(key, meta) {
-			// Not known to be done until its pods are listed: in
-			// progress, or failed if older than the timeout.
-			if st, ok := g.state(meta); ok {
+			// Unless marked done, not known to be done until its pods
+			// are listed: in progress, or failed if older than the
+			// timeout.
+			if st, ok := g.state(meta); ok && (g.cfg.EvictDone == nil || !g.cfg.EvictDone(meta, st.At)) {
 				g.rollouts.SeenEvicting(key, st, true, g.now())
 			}
 		} else {

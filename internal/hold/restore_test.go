@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,7 +82,8 @@ func evictsByAnnotation(_ object.Ref, obj client.Object) bool {
 // every strategy: one in progress takes a wave slot, one past the rollout
 // timeout holds the other users of the same change. A restart by eviction
 // is taken as not done until the controller, which lists its pods, says
-// it is; then the restarts it held go on.
+// it is (then the restarts it held go on), or the workload is marked done
+// for it (then it is not tracked at all).
 func TestRestoreEveryStrategy(t *testing.T) {
 	for _, tc := range []struct {
 		strategy string
@@ -90,13 +92,17 @@ func TestRestoreEveryStrategy(t *testing.T) {
 		// rollouts in progress.
 		heldY   bool
 		running int
+		// done: the workload is marked done for its restart by eviction.
+		done bool
 	}{
 		{strategy: "annotation", ago: 20 * time.Minute, heldY: true},
 		{strategy: "evict", ago: 20 * time.Minute, heldY: true},
 		{strategy: "annotation", ago: 2 * time.Minute, running: 1},
 		{strategy: "evict", ago: 2 * time.Minute, running: 1},
+		{strategy: "evict", ago: 20 * time.Minute, done: true},
+		{strategy: "evict", ago: 2 * time.Minute, done: true},
 	} {
-		t.Run(tc.strategy+"/"+tc.ago.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/done=%v", tc.strategy, tc.ago, tc.done), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			rc := newRestoreCase()
@@ -114,12 +120,19 @@ func TestRestoreEveryStrategy(t *testing.T) {
 			startStore(t, ctx, st)
 			now := rc.now
 			g := New(Config{MaxConcurrent: 10, RolloutTimeout: 10 * time.Minute, HoldOnFailure: true, Sign: rc.h.MAC,
-				Now: func() time.Time { return now }, Evicts: evictsByAnnotation}, st, events.NewFakeRecorder(100))
+				Now: func() time.Time { return now }, Evicts: evictsByAnnotation,
+				EvictDone: func(obj client.Object, at time.Time) bool {
+					return tc.done && obj.GetName() == "x" && at.Equal(now.Add(-tc.ago).Truncate(time.Second))
+				}}, st, events.NewFakeRecorder(100))
 			if ok := admitY(ctx, g); ok == tc.heldY {
 				t.Fatalf("restart of y admitted: %v, want %v", ok, !tc.heldY)
 			}
-			if running, _ := g.rollouts.InProgress(); running != tc.running+1 && tc.running > 0 {
-				t.Errorf("rollouts in progress (y's slot included): %d, want %d", running, tc.running+1)
+			want := tc.running
+			if !tc.heldY {
+				want++ // y's slot
+			}
+			if running, _ := g.rollouts.InProgress(); running != want {
+				t.Errorf("rollouts in progress (y's slot included): %d, want %d", running, want)
 			}
 			if tc.strategy != "evict" || !tc.heldY {
 				return
