@@ -13,6 +13,9 @@ ARGO_ROLLOUTS_VERSION=v1.8.3
 
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
 dir=$cache/argo-rollouts/$ARGO_ROLLOUTS_VERSION
+# shellcheck source=hack/cachelock.sh
+. "$(dirname "$0")/cachelock.sh"
+cache_lock "$dir"
 if [ ! -x "$dir/rollouts-controller" ]; then
 	printf 'argo-rollouts: building rollouts-controller %s (first time only; a few minutes)\n' "$ARGO_ROLLOUTS_VERSION" >&2
 	mod=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/argoproj/argo-rollouts@$ARGO_ROLLOUTS_VERSION" |

@@ -14,7 +14,9 @@ KWOK_VERSION=v0.8.0
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
 dir=$cache/controlplane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION
-mkdir -p "$dir"
+# shellcheck source=hack/cachelock.sh
+. "$root/hack/cachelock.sh"
+cache_lock "$dir"
 
 step() { printf 'controlplane: %s\n' "$*" >&2; }
 

@@ -21,6 +21,10 @@ SEALED_SECRETS_VERSION=v0.40.0
 CSI_DRIVER_VERSION=v1.6.0
 
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
+# One lock for the three folders: each is a download of seconds.
+# shellcheck source=hack/cachelock.sh
+. "$(dirname "$0")/cachelock.sh"
+cache_lock "$cache/crds"
 dir=$cache/crds/argo-rollouts-$ARGO_ROLLOUTS_VERSION
 if [ ! -f "$dir/rollout-crd.yaml" ]; then
 	printf 'crds: downloading github.com/argoproj/argo-rollouts@%s (first time only)\n' "$ARGO_ROLLOUTS_VERSION" >&2

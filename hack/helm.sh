@@ -9,6 +9,9 @@ HELM_VERSION=$(sed -n 's/^require helm.sh\/helm\/v4 \(v[0-9.]*\)$/\1/p' "$(dirna
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
 dir=$cache/helm/$HELM_VERSION
+# shellcheck source=hack/cachelock.sh
+. "$root/hack/cachelock.sh"
+cache_lock "$dir"
 if [ ! -x "$dir/helm" ]; then
 	printf 'helm: building helm %s (first time only, about 4 minutes on 2 cores)\n' "$HELM_VERSION" >&2
 	mkdir -p "$dir"

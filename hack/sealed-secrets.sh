@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 version=$(sed -n 's/^SEALED_SECRETS_VERSION=//p' hack/crds.sh)
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
 dir=$cache/sealed-secrets-$version
+# shellcheck source=hack/cachelock.sh
+. hack/cachelock.sh
+cache_lock "$dir"
 if [ ! -x "$dir/controller" ] || [ ! -x "$dir/kubeseal" ]; then
 	printf 'sealed-secrets: building the controller and kubeseal %s (first time only, ~2 minutes)\n' "$version" >&2
 	mod=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "github.com/bitnami-labs/sealed-secrets@$version" |

@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return err
 	}
-	csiOpts, err := csiOptions(cfg, o)
+	csiOpts, err := csiOptions(cfg, o, hasher)
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func newGuard(cfg *rest.Config, o *options.Options, key []byte, log logr.Logger)
 
 // csiOptions are the settings of the watch of SecretProviderClassPodStatuses
 // (package csi); nil unless --csi.
-func csiOptions(cfg *rest.Config, o *options.Options) (*csi.Options, error) {
+func csiOptions(cfg *rest.Config, o *options.Options, hasher *hash.Hasher) (*csi.Options, error) {
 	if !o.CSI {
 		return nil, nil
 	}
@@ -294,5 +294,5 @@ func csiOptions(cfg *rest.Config, o *options.Options) (*csi.Options, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	return &csi.Options{Dynamic: dyn, Meta: meta, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces}, nil
+	return &csi.Options{Dynamic: dyn, Meta: meta, Hasher: hasher, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,12 +29,15 @@ import (
 //	a workload of a namespace not        nothing: never adopted, recorded
 //	  selected                           or restarted
 //	a namespace comes to match, while    each of its workloads is enqueued
-//	  watcher runs                       for adoption: its record is
-//	                                     written as the configuration is
-//	                                     now, and a change made while the
-//	                                     namespace was not selected
-//	                                     restarts nothing (Refresh, not
-//	                                     Restart)
+//	  watcher runs (leader or standby)   for adoption by version: its
+//	                                     record is written as the
+//	                                     configuration is now; a change of
+//	                                     an object whose resourceVersion
+//	                                     is older than the namespace's at
+//	                                     the match (made while it was not
+//	                                     selected) restarts nothing; one
+//	                                     made after the match restarts, as
+//	                                     everywhere
 //	a namespace no longer matches        its pending adoptions are
 //	                                     forgotten; its later changes
 //	                                     restart nothing
@@ -41,7 +45,10 @@ import (
 //	  becomes the leader)                selected, with no adoption:
 //	                                     changes made while watcher was
 //	                                     down restart their workloads, as
-//	                                     everywhere
+//	                                     everywhere; the marks a standby
+//	                                     took when a namespace came to
+//	                                     match adopt only what was written
+//	                                     before that match
 //
 // The filter is applied when a request is processed, not when an event
 // is enqueued: the informers deliver their events in no set order. A
@@ -49,9 +56,13 @@ import (
 // given yet (the instant after it came to match, or at start) is neither
 // handled nor skipped: the request waits (namespaceWait) until the
 // adoptions of the namespace are marked. An adoption is done by the first
-// reconcile of the workload after that, whatever enqueued it: a change of
-// one of its ConfigMaps made in the instant between the labelling and
-// that reconcile is recorded without a restart too.
+// reconcile of the workload after that, whatever enqueued it, on whichever
+// replica leads then, days later or after a handover: since it compares
+// versions, never the time of the reconcile, a change made after the
+// match, even in the instant before that reconcile, still restarts. A
+// change whose version cannot be compared (a deleted object, a
+// SecretProviderClass's, a resourceVersion that is not a number) is
+// recorded without a restart, as a change made before the match.
 
 // Values of the change label of metrics.NamespaceSelections.
 const (
@@ -65,25 +76,27 @@ const namespaceWait = 100 * time.Millisecond
 
 // selection is what the controller was told of the selected namespaces:
 // which it was told of, and the workloads of those newly selected not
-// reconciled since. It is safe for concurrent use. A nil *selection (no
-// selector) is told of every namespace and adopts nothing.
+// reconciled since, each with the namespace's resourceVersion when it came
+// to match. It is safe for concurrent use. A nil *selection (no selector)
+// is told of every namespace and adopts nothing.
 type selection struct {
 	mu    sync.Mutex
 	told  map[string]bool
-	adopt map[workload.Key]bool
+	adopt map[workload.Key]string
 }
 
 func newSelection() *selection {
-	return &selection{told: map[string]bool{}, adopt: map[workload.Key]bool{}}
+	return &selection{told: map[string]bool{}, adopt: map[workload.Key]string{}}
 }
 
 // selected notes that namespace matches, with its workloads keys to adopt
-// (none for a namespace of the informer's initial list).
-func (s *selection) selected(namespace string, keys []workload.Key) {
+// (none for a namespace of the informer's initial list), the namespace
+// being at resourceVersion since.
+func (s *selection) selected(namespace, since string, keys []workload.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		s.adopt[k] = true
+		s.adopt[k] = since
 	}
 	s.told[namespace] = true
 }
@@ -111,25 +124,26 @@ func (s *selection) isTold(namespace string) bool {
 	return s.told[namespace]
 }
 
-// take tells whether key is to be adopted, and forgets it.
-func (s *selection) take(key workload.Key) bool {
+// take tells whether key is to be adopted, with the resourceVersion of its
+// namespace when it came to match, and forgets it.
+func (s *selection) take(key workload.Key) (since string, ok bool) {
 	if s == nil {
-		return false
+		return "", false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ok := s.adopt[key]
+	since, ok = s.adopt[key]
 	delete(s.adopt, key)
-	return ok
+	return since, ok
 }
 
 // readopt marks key to be adopted again (its adoption failed), unless its
 // namespace was dropped meanwhile.
-func (s *selection) readopt(key workload.Key) {
+func (s *selection) readopt(key workload.Key, since string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.told[key.Namespace] {
-		s.adopt[key] = true
+		s.adopt[key] = since
 	}
 }
 
@@ -145,12 +159,31 @@ func (r *Reconciler) inScope(namespace string) (ok, wait bool) {
 	return true, false
 }
 
-// adopted is p for a workload adopted with its namespace: its record is
-// brought to the configuration as it is now, and nothing restarts.
-func adopted(p plan.Plan) plan.Plan {
-	if p.Action == plan.Restart {
-		p.Action, p.Changes = plan.Refresh, nil
+// adopted is p for a workload adopted with its namespace, which came to
+// match at resourceVersion since: its record is brought to the
+// configuration as it is now; the changes of objects written after the
+// match (configs, by reference ID, say their versions) restart it, the
+// others restart nothing.
+//
+//	p        changed objects' versions          result
+//	Restart  all older than since, or unknown   Refresh, no change
+//	Restart  some newer than since              Restart for those alone
+//	other    -                                  p
+func adopted(p plan.Plan, configs map[string]plan.Config, since string) plan.Plan {
+	if p.Action != plan.Restart {
+		return p
 	}
+	var after []plan.Change
+	for _, c := range p.Changes {
+		cfg := configs[c.Ref.ID()]
+		if n, err := resourceversion.CompareResourceVersion(cfg.Version, since); cfg.Present && err == nil && n > 0 {
+			after = append(after, c)
+		}
+	}
+	if len(after) == 0 {
+		p.Action = plan.Refresh
+	}
+	p.Changes = after
 	return p
 }
 
@@ -167,10 +200,10 @@ func (h namespaceHandler) funcs() handler.TypedEventHandler[client.Object, Reque
 	return handler.TypedFuncs[client.Object, Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
 			if e.IsInInitialList {
-				h.selection.selected(e.Object.GetName(), nil)
+				h.selection.selected(e.Object.GetName(), "", nil)
 				return
 			}
-			h.gained(e.Object.GetName(), q)
+			h.gained(e.Object.GetName(), e.Object.GetResourceVersion(), q)
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
 			h.selection.dropped(e.Object.GetName())
@@ -181,8 +214,9 @@ func (h namespaceHandler) funcs() handler.TypedEventHandler[client.Object, Reque
 }
 
 // gained marks every workload of namespace, found through the store's
-// namespace index, for adoption, and enqueues it.
-func (h namespaceHandler) gained(namespace string, q queue) {
+// namespace index, for adoption of what was written before the namespace's
+// version since, and enqueues it.
+func (h namespaceHandler) gained(namespace, since string, q queue) {
 	var keys []workload.Key
 	for _, k := range workload.Kinds {
 		objs, err := h.store.Workloads(k.Name(), namespace)
@@ -195,10 +229,10 @@ func (h namespaceHandler) gained(namespace string, q queue) {
 			keys = append(keys, object.Ref{Kind: k.Name(), Namespace: namespace, Name: o.GetName()})
 		}
 	}
-	h.selection.selected(namespace, keys)
+	h.selection.selected(namespace, since, keys)
 	for _, k := range keys {
 		q.Add(Workload{k})
 	}
 	metrics.NamespaceSelections.WithLabelValues(namespaceSelected).Inc()
-	h.log.Info("Namespace selected; adopting its workloads, nothing restarted", "namespace", namespace, "workloads", len(keys))
+	h.log.Info("Namespace selected; adopting its workloads, changes made before restart nothing", "namespace", namespace, "workloads", len(keys), "resourceVersion", since)
 }

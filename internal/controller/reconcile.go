@@ -112,10 +112,10 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_
 	if in, _ := r.inScope(key.Namespace); !ok || !in {
 		return plan.Plan{}, nil
 	}
-	adopt := r.selection.take(key)
+	since, adopt := r.selection.take(key)
 	defer func() {
 		if adopt && err != nil { // retried: still to adopt
-			r.selection.readopt(key)
+			r.selection.readopt(key, since)
 		}
 	}()
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
@@ -136,7 +136,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_
 	var obj client.Object = cached.DeepCopy()
 	var out plan.Plan
 	for attempt := 0; ; attempt++ {
-		out, err = r.reconcile(ctx, key, obj, adopt)
+		out, err = r.reconcile(ctx, key, obj, adoption{since, adopt})
 		if !apierrors.IsConflict(err) || attempt == conflictRetries {
 			break
 		}
@@ -156,9 +156,16 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, key workload.Key) (_
 	return out, err
 }
 
+// adoption is a workload's adoption with its namespace: on, its namespace
+// came to match at resourceVersion since (namespaces.go).
+type adoption struct {
+	since string
+	on    bool
+}
+
 // reconcile decides and applies for obj; adopt: its namespace was just
-// selected, and nothing restarts (namespaces.go).
-func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object, adopt bool) (plan.Plan, error) {
+// selected, and what was written before restarts nothing (namespaces.go).
+func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client.Object, adopt adoption) (plan.Plan, error) {
 	if err := r.Config.Key.Current(); err != nil {
 		return plan.Plan{}, err
 	}
@@ -167,9 +174,11 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 		return plan.Plan{}, err
 	}
 	p := plan.Decide(in)
-	if adopt && p.Action == plan.Restart {
-		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart", "changes", len(p.Changes))
-		p = adopted(p)
+	if adopt.on && p.Action == plan.Restart {
+		before := len(p.Changes)
+		p = adopted(p, in.Configs, adopt.since)
+		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart",
+			"changesBefore", before-len(p.Changes), "changesAfter", len(p.Changes))
 	}
 	if plan.StoreMayLag(in, p) {
 		if p, err = r.verify(ctx, obj.GetNamespace(), in, p); err != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -174,6 +175,15 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	cfg.Guards.Evicts = r.evicts // evict.go
 	r.evicted.Timeout = cfg.Guards.RolloutTimeout
+	// A restart by eviction marked done on the workload is not restored
+	// as failed when watcher starts (evict.IsDone).
+	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
+		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), r.signer())
+	}
+	var kinds *optionalKinds // set below, before the manager starts
+	if cfg.Guards.Known == nil {
+		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
+	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.pending = newPendingLocks(cfg.Locker)
 	r.kinds = newChangeKinds()
@@ -286,7 +296,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if mounts != nil {
 		apis = append(apis, mounts)
 	}
-	kinds := &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
+	kinds = &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
 	if err := mgr.AddReadyzCheck("optional-apis", kinds.Checked); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
 	}

@@ -7,7 +7,10 @@
 // when the versions change, as Reloader does with --enable-csi-integration.
 //
 // A status is kept in memory as a Status (Transform): its name, its pod,
-// its class and, per object, a hash of the object's version; nothing else
+// its class and, per object, a hash of the object's version, keyed and
+// bound to its namespace, class and object as the hashes of every other
+// record (package hash: nobody can test a guessed version against the
+// hashes recorded on a workload); nothing else
 // (the target path, labels) is kept, and no more than the limits allow
 // (MaxObjects). Its pod's workload is found with a GET
 // of the pod's metadata and of its ReplicaSet's (Owners), cached per pod,
@@ -52,6 +55,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -96,11 +100,18 @@ func (s *Status) DeepCopyObject() runtime.Object {
 }
 
 // VersionHash is the hash of one object's version kept in memory and in
-// the workload's record: short, and naming the object too, so that equal
-// versions of two objects hash apart.
-func VersionHash(id, version string) string {
-	sum := sha256.Sum256([]byte(id + "\x00" + version))
-	return hex.EncodeToString(sum[:8])
+// the workload's record: the key hash of h (package hash) of the object id
+// with the version as its value, in the SecretProviderClass class of
+// namespace; keyed with the key of the namespace, and bound to the class
+// and the object, so that equal versions of two objects hash apart.
+func VersionHash(h *hash.Hasher, namespace, class, id, version string) string {
+	return versionHashes(h, namespace, class, map[string][]byte{id: []byte(version)})[id]
+}
+
+// versionHashes returns the VersionHash of each object id of class in
+// namespace, versions holding their versions.
+func versionHashes(h *hash.Hasher, namespace, class string, versions map[string][]byte) map[string]string {
+	return h.Of(hash.Source{Kind: string(refs.SecretProviderClass), Namespace: namespace, Name: class}, versions).Keys
 }
 
 // Digest is the hash of a status: its class and each object's id and
@@ -131,21 +142,22 @@ type Rotation struct {
 }
 
 // Transform returns a cache transform that replaces a
-// SecretProviderClassPodStatus (an unstructured object) by a Status.
-// Objects already transformed, and any other object, pass through.
-func Transform() toolscache.TransformFunc {
+// SecretProviderClassPodStatus (an unstructured object) by a Status, its
+// versions hashed by h. Objects already transformed, and any other object,
+// pass through.
+func Transform(h *hash.Hasher) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		return FromUnstructured(u), nil
+		return FromUnstructured(u, h), nil
 	}
 }
 
-// FromUnstructured returns the Status of a SecretProviderClassPodStatus.
-// Malformed fields read as absent.
-func FromUnstructured(u *unstructured.Unstructured) *Status {
+// FromUnstructured returns the Status of a SecretProviderClassPodStatus,
+// its versions hashed by h (VersionHash). Malformed fields read as absent.
+func FromUnstructured(u *unstructured.Unstructured, h *hash.Hasher) *Status {
 	s := &Status{
 		TypeMeta: metav1.TypeMeta{APIVersion: GVK.GroupVersion().String(), Kind: GVK.Kind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -166,7 +178,8 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 		return s
 	}
 	objs, _, _ := unstructured.NestedSlice(u.Object, "status", "objects")
-	entries := make([]entry, 0, len(objs))
+	ids := make([]string, 0, len(objs))
+	versions := make(map[string][]byte, len(objs))
 	for _, o := range objs {
 		m, ok := o.(map[string]any)
 		if !ok {
@@ -177,11 +190,17 @@ func FromUnstructured(u *unstructured.Unstructured) *Status {
 		if id == "" {
 			continue
 		}
+		ids = append(ids, id)
+		versions[id] = []byte(version) // the last of equal ids, as keep
+	}
+	hashes := versionHashes(h, s.Namespace, s.Class, versions)
+	entries := make([]entry, 0, len(ids))
+	for _, id := range ids {
 		safe, short := safeID(id)
 		if short {
 			s.Over.Shortened++
 		}
-		entries = append(entries, entry{id: safe, hash: VersionHash(id, version)})
+		entries = append(entries, entry{id: safe, hash: hashes[id]})
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 	var folded string

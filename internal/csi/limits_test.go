@@ -40,7 +40,7 @@ func TestLimitsObjects(t *testing.T) {
 		{"over the bytes", 100, 400, MaxObjectsBytes / 400, 100 - MaxObjectsBytes/400},
 	}
 	for _, tt := range tests {
-		s := FromUnstructured(status("web-1", "db", many(tt.n, tt.size, "v1", -1, "")...))
+		s := FromUnstructured(status("web-1", "db", many(tt.n, tt.size, "v1", -1, "")...), testHasher)
 		if got := len(s.Objects); got != tt.kept+min(tt.wantFolded, 1) {
 			t.Errorf("%s: %d objects kept, want %d", tt.name, got, tt.kept)
 		}
@@ -60,7 +60,7 @@ func TestLimitsObjects(t *testing.T) {
 		}
 		// A rotation of the last object (folded when over) changes the
 		// digest, and only the key that holds it.
-		r := FromUnstructured(status("web-1", "db", many(tt.n, tt.size, "v1", tt.n-1, "v2")...))
+		r := FromUnstructured(status("web-1", "db", many(tt.n, tt.size, "v1", tt.n-1, "v2")...), testHasher)
 		if r.Digest == s.Digest {
 			t.Errorf("%s: a rotation of the last object is not seen", tt.name)
 		}
@@ -86,7 +86,7 @@ func TestLimitsIDs(t *testing.T) {
 	for _, id := range ids {
 		objs = append(objs, [2]string{id, "v1"})
 	}
-	s := FromUnstructured(status("web-1", "db", objs...))
+	s := FromUnstructured(status("web-1", "db", objs...), testHasher)
 	if s.Over.Shortened != 5 || s.Over.Folded != 0 || len(s.Objects) != len(ids) {
 		t.Fatalf("over %+v, objects %d", s.Over, len(s.Objects))
 	}
@@ -99,7 +99,7 @@ func TestLimitsIDs(t *testing.T) {
 		t.Error("a valid id is not kept as is")
 	}
 	objs[0][1] = "v2"
-	if r := FromUnstructured(status("web-1", "db", objs...)); r.Digest == s.Digest {
+	if r := FromUnstructured(status("web-1", "db", objs...), testHasher); r.Digest == s.Digest {
 		t.Error("a rotation of a long id is not seen")
 	}
 
@@ -111,7 +111,7 @@ func TestLimitsIDs(t *testing.T) {
 		st := status("web-1", "db", [2]string{"secret/pw", "v1"})
 		st.Object["status"].(map[string]any)["podName"] = u["podName"]
 		st.Object["status"].(map[string]any)["secretProviderClassName"] = u["secretProviderClassName"]
-		s := FromUnstructured(st)
+		s := FromUnstructured(st, testHasher)
 		if s.Over.Refused == "" || s.Class != "" || s.Pod != "" || len(s.Objects) != 0 {
 			t.Errorf("%s: not refused: %+v", name, s)
 		}
@@ -130,7 +130,7 @@ func TestLimitsOwners(t *testing.T) {
 		owners = append(owners, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("p%d", i), UID: "x"})
 	}
 	u.SetOwnerReferences(append(owners, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "web-1", UID: "uid-pod"}))
-	s := FromUnstructured(u)
+	s := FromUnstructured(u, testHasher)
 	if len(s.OwnerReferences) != 1 || s.PodUID() != "uid-pod" {
 		t.Errorf("owners %d, pod UID %q", len(s.OwnerReferences), s.PodUID())
 	}
@@ -159,7 +159,7 @@ func TestTrackerReports(t *testing.T) {
 	big := many(MaxObjects+1, 20, "v1", -1, "")
 	for _, pod := range []string{"a", "b"} {
 		key := "shop/" + pod
-		s := FromUnstructured(status(pod, "db", big...))
+		s := FromUnstructured(status(pod, "db", big...), testHasher)
 		tr.observe(key, s, false)
 		if !tr.log(key, s.Over, false) || tr.log(key, s.Over, false) {
 			t.Errorf("%s: not logged once", pod)
@@ -180,7 +180,7 @@ func TestTrackerReports(t *testing.T) {
 		t.Error("reported twice")
 	}
 	// Another shape is reported again.
-	s := FromUnstructured(status("a", "db", many(MaxObjects+5, 20, "v1", -1, "")...))
+	s := FromUnstructured(status("a", "db", many(MaxObjects+5, 20, "v1", -1, "")...), testHasher)
 	tr.observe("shop/a", s, true)
 	tr.file("shop/a", web)
 	if got := tr.reports(web, func(string) bool { return true }); len(got) != 1 || got[0].Over.Folded != 5 {

@@ -60,8 +60,8 @@ func TestRefsDecide(t *testing.T) {
 		refs, configs := Refs(mounted, rec, ann)
 		return plan.Decide(plan.Input{Annotations: ann, Refs: refs, Configs: configs, Recorded: rec})
 	}
-	v1 := map[string]map[string]string{"db": {"pw": VersionHash("pw", "1"), "user": VersionHash("user", "1")}}
-	v2 := map[string]map[string]string{"db": {"pw": VersionHash("pw", "2"), "user": VersionHash("user", "1")}}
+	v1 := map[string]map[string]string{"db": {"pw": vh("pw", "1"), "user": vh("user", "1")}}
+	v2 := map[string]map[string]string{"db": {"pw": vh("pw", "2"), "user": vh("user", "1")}}
 	adopt := decide(v1, nil)
 	if adopt.Action != plan.Adopt {
 		t.Fatalf("first sight: %s, want adopt", adopt.Action)

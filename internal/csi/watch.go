@@ -15,6 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/object"
 )
@@ -25,6 +26,8 @@ type Options struct {
 	// metadata of pods and ReplicaSets (Owners).
 	Dynamic dynamic.Interface
 	Meta    metadata.Interface
+	// Hasher hashes the versions (VersionHash); required.
+	Hasher *hash.Hasher
 	// Namespaces to watch; empty: all. IgnoreNamespaces are left out.
 	Namespaces       []string
 	IgnoreNamespaces []string
@@ -108,7 +111,7 @@ func (w *Watcher) Enable(ctx context.Context) error {
 	for _, ns := range namespaces {
 		inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Dynamic, GVR, ns, 0, toolscache.Indexers{},
 			func(o *metav1.ListOptions) { o.FieldSelector = field }).Informer()
-		err := errors.Join(inf.SetTransform(Transform()), w.handle(inf, st, queue))
+		err := errors.Join(inf.SetTransform(Transform(w.opts.Hasher)), w.handle(inf, st, queue))
 		if err != nil {
 			cancel()
 			queue.ShutDown()

@@ -69,6 +69,15 @@ type Config struct {
 	// restarted by eviction: its rollouts are told by Evicting, not read
 	// from its status. nil: none is.
 	Evicts func(key object.Ref, obj client.Object) bool
+	// EvictDone reports whether the cluster says that the restart by
+	// eviction of obj (as the store holds it) made at at is done (the
+	// mark package evict leaves on the workload); nil: never. restore
+	// then tracks nothing for it.
+	EvictDone func(obj client.Object, at time.Time) bool
+	// Known reports whether every optional kind of workload the API
+	// server serves was looked up (its informers then run in the store),
+	// so that restore waits for them; nil: at once.
+	Known func() bool
 }
 
 // Event reasons of the guards.
@@ -103,14 +112,14 @@ type Guards struct {
 	// wake carries the workloads to decide again into the work queue.
 	wake chan event.TypedGenericEvent[object.Ref]
 
-	// restored is done once every workload in the store that carries the
-	// guards' state was observed (restore), before the first restart is
-	// admitted.
-	restored sync.Once
+	// restoring holds what restore knows of the kinds whose workloads
+	// were observed (restore.go).
+	restoring restoring
 
 	mu      sync.Mutex
 	ctx     context.Context // the sweeper's, for the timers
 	held    map[object.Ref]hold
+	waiting map[object.Ref]bool // restarts waiting for restore
 	timers  map[object.Ref]*time.Timer
 	release map[object.Ref]string // ReleaseAnnotation last seen on failed workloads
 }
@@ -126,6 +135,9 @@ type hold struct {
 	// released: a person released it, and a gate that a release does not
 	// lift (the wave) holds it now.
 	released bool
+	// sources are the changed ConfigMaps and Secrets the held restart is
+	// for: a release on one of them wakes it (wakeFor).
+	sources []object.Ref
 }
 
 // New returns the guards of cfg, reading ConfigMaps and Secrets from st and
@@ -137,7 +149,7 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 		flaps:    guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
 		rollouts: guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
 		wake:     make(chan event.TypedGenericEvent[object.Ref], 1024),
-		held:     map[object.Ref]hold{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
+		held:     map[object.Ref]hold{}, waiting: map[object.Ref]bool{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
 	}
 	if g.notifier == nil {
 		g.notifier = guard.NopNotifier{}
@@ -159,17 +171,22 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 
 // Admit asks the gates whether key, whose plan p restarts it, may restart
 // now. When it may not, the restart is held: reported once, and the
-// workload woken when the hold can end. The caller writes the restart only
+// workload woken when the hold can end. Until the guards' state kept on
+// the workloads of every kind is restored (restore), it waits, silently. The caller writes the restart only
 // if ok, then calls done.
 func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) (req guard.Request, ok bool) {
 	if g == nil {
 		return guard.Request{}, true
 	}
-	g.restored.Do(func() { g.restore(ctx) })
+	if g.restore(ctx) {
+		g.waitRestore(ctx, key)
+		return guard.Request{}, false
+	}
 	req = g.request(key, obj, p, report)
 	values := g.releaseValues(key, obj, req.Sources)
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
+	delete(g.waiting, key)
 	g.mu.Unlock()
 	req.Released = wasHeld && (h.released || releasedSince(h.release, values))
 	v := g.chain.Check(req)
@@ -307,7 +324,11 @@ func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, r
 	fresh := !was || h.reason != v.Reason
 	switch {
 	case fresh:
-		g.held[key] = hold{reason: v.Reason, since: req.Now, release: values, released: req.Released}
+		h := hold{reason: v.Reason, since: req.Now, release: values, released: req.Released}
+		for _, s := range req.Sources {
+			h.sources = append(h.sources, s.Object)
+		}
+		g.held[key] = h
 	case req.Released && !h.released:
 		// Released by a person, held now by a gate a release does not
 		// lift: the values it was released with are the new baseline.
@@ -341,6 +362,7 @@ func (g *Guards) unhold(ctx context.Context, key object.Ref, why string) {
 	g.mu.Lock()
 	h, was := g.held[key]
 	delete(g.held, key)
+	delete(g.waiting, key)
 	if t := g.timers[key]; t != nil {
 		t.Stop()
 		delete(g.timers, key)
@@ -353,55 +375,6 @@ func (g *Guards) unhold(ctx context.Context, key object.Ref, why string) {
 	held := g.now().Sub(h.since).Round(time.Millisecond)
 	ctrl.LoggerFrom(ctx).Info("Held restart released", "reason", h.reason, "heldFor", held.String(), "because", why)
 	g.notifier.Notify(guard.Event{Type: guard.EventReleased, Workload: key, Reason: h.reason, Message: why, Time: g.now()})
-}
-
-// wakeAt decides key again at t.
-func (g *Guards) wakeAt(ctx context.Context, key object.Ref, t time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if old := g.timers[key]; old != nil {
-		old.Stop()
-	}
-	base := g.ctx
-	if base == nil {
-		base = ctx
-	}
-	g.timers[key] = time.AfterFunc(max(t.Sub(g.now()), 0)+10*time.Millisecond, func() {
-		g.mu.Lock()
-		delete(g.timers, key)
-		g.mu.Unlock()
-		g.wakeNow(base, key)
-	})
-}
-
-// wakeNow decides key again as soon as a worker is free.
-func (g *Guards) wakeNow(ctx context.Context, key object.Ref) {
-	e := event.TypedGenericEvent[object.Ref]{Object: key}
-	select {
-	case g.wake <- e:
-	default:
-		go func() {
-			select {
-			case g.wake <- e:
-			case <-ctx.Done():
-			}
-		}()
-	}
-}
-
-// wakeHeld decides again every workload held for one of reasons.
-func (g *Guards) wakeHeld(ctx context.Context, reasons ...guard.Reason) {
-	g.mu.Lock()
-	var keys []object.Ref
-	for k, h := range g.held {
-		if slices.Contains(reasons, h.reason) {
-			keys = append(keys, k)
-		}
-	}
-	g.mu.Unlock()
-	for _, k := range keys {
-		g.wakeNow(ctx, k)
-	}
 }
 
 func until(t time.Time) string {
@@ -453,15 +426,8 @@ func InWaveOrder(keys []object.Ref, get func(object.Ref) client.Object) []object
 	return keys
 }
 
-// Wakes returns the workloads to decide again: their hold can end.
-func (g *Guards) Wakes() <-chan event.TypedGenericEvent[object.Ref] {
-	if g == nil {
-		return nil
-	}
-	return g.wake
-}
-
-// Holding reports whether a restart of key is held now.
+// Holding reports whether a restart of key is held now, or waits for
+// the guards' state of a kind to be restored.
 func (g *Guards) Holding(key object.Ref) bool {
 	if g == nil {
 		return false
@@ -469,5 +435,5 @@ func (g *Guards) Holding(key object.Ref) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_, ok := g.held[key]
-	return ok
+	return ok || g.waiting[key]
 }

@@ -2,9 +2,13 @@ package hold
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,5 +125,74 @@ func TestStateWrittenAndRead(t *testing.T) {
 	copyObj.UID, copyObj.Name = "u2", "copy"
 	if _, ok := New(cfg, nil, events.NewFakeRecorder(10)).Admit(ctx, object.Ref{Kind: "Deployment", Namespace: "shop", Name: "copy"}, copyObj, plan.Plan{Action: plan.Restart}, func(error) {}); !ok {
 		t.Error("a copy of the state counted on another workload")
+	}
+}
+
+// TestReleaseWakesOnlyItsHolds: a new watcher.dev/release-held on a
+// ConfigMap wakes only the workloads held for a change of that
+// ConfigMap, never the holds of other objects or other namespaces.
+func TestReleaseWakesOnlyItsHolds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := kubefake.NewClientset()
+	for _, id := range []object.Ref{{Namespace: "shop", Name: "a"}, {Namespace: "shop", Name: "b"}, {Namespace: "other", Name: "a"}} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: id.Namespace, Name: id.Name}, Data: map[string]string{"k": "v"}}
+		if _, err := cs.CoreV1().ConfigMaps(id.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := testStore(t, ctx, cs)
+	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	g := New(Config{Budget: 1, BudgetWindow: time.Hour, Now: func() time.Time { return now }}, st, events.NewFakeRecorder(100))
+	// Each workload restarted once, then held by its budget for a change
+	// of the ConfigMaps named.
+	holds := map[string][]string{"shop/w-a": {"a"}, "shop/w-b": {"b"}, "shop/w-ab": {"a", "b"}, "other/w-a": {"a"}, "shop/w-none": nil}
+	for id, names := range holds {
+		ns, name, _ := strings.Cut(id, "/")
+		key := object.Ref{Kind: "Deployment", Namespace: ns, Name: name}
+		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		p := plan.Plan{Action: plan.Restart}
+		for _, n := range names {
+			p.Changes = append(p.Changes, plan.Change{Ref: refs.Ref{Kind: refs.ConfigMap, Name: n}})
+		}
+		req, ok := g.Admit(ctx, key, obj, p, func(error) {})
+		if !ok {
+			t.Fatal("first restart held")
+		}
+		g.Done(ctx, key, obj, req, nil)
+		if _, ok := g.Admit(ctx, key, obj, p, func(error) {}); ok {
+			t.Fatal("second restart admitted")
+		}
+	}
+	woken := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-g.Wakes():
+				out = append(out, e.Object.Namespace+"/"+e.Object.Name)
+			case <-time.After(100 * time.Millisecond):
+				slices.Sort(out)
+				return out
+			}
+		}
+	}
+	woken() // the holds' own wakes
+	for i, tc := range []struct {
+		release object.Ref
+		want    []string
+	}{
+		{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "a"}, []string{"shop/w-a", "shop/w-ab"}},
+		{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "b"}, []string{"shop/w-ab", "shop/w-b"}},
+		{object.Ref{Kind: "ConfigMap", Namespace: "other", Name: "a"}, []string{"other/w-a"}},
+		{object.Ref{Kind: "Secret", Namespace: "shop", Name: "a"}, nil},
+		{object.Ref{Kind: "ConfigMap", Namespace: "tenant", Name: "anything"}, nil},
+	} {
+		old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tc.release.Namespace, Name: tc.release.Name}}
+		cur := old.DeepCopy()
+		cur.Annotations = map[string]string{guard.ReleaseAnnotation: strconv.Itoa(i)}
+		g.ConfigChanged(logr.Discard(), tc.release.Kind, old, cur, false)
+		if got := woken(); !slices.Equal(got, tc.want) {
+			t.Errorf("release on %s woke %v, want %v", tc.release, got, tc.want)
+		}
 	}
 }

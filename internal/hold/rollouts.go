@@ -16,7 +16,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Observe updates what the guards know of key from its cached state, at
@@ -46,7 +45,7 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 		g.mu.Unlock()
 		if seen && last != v && g.rollouts.Release(key) {
 			ctrl.LoggerFrom(ctx).Info("Failed rollout released by annotation", "annotation", guard.ReleaseAnnotation)
-			g.wakeHeld(ctx, guard.ReasonFailedRollout)
+			g.wakeReleased(ctx, cached)
 		}
 	}
 	if g.cfg.Evicts != nil && g.cfg.Evicts(key, cached) {
@@ -68,36 +67,6 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	g.wakeNext(ctx)
 }
 
-// restore observes every workload in the store that carries the guards'
-// state or is rolling, once, before the first restart is admitted: a new
-// process (or a new leader) then knows the rollouts in progress and the
-// failed ones before it decides, instead of as each workload comes up in
-// the queue (a restart held by a failed rollout would otherwise go ahead
-// if its workload came first). One pass over the cache, no request.
-func (g *Guards) restore(ctx context.Context) {
-	if g.store == nil {
-		return
-	}
-	n := 0
-	for _, kind := range workload.Kinds {
-		objs, err := g.store.Workloads(kind.Name(), metav1.NamespaceAll)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot read the guards' state from the cache", "kind", kind.Name())
-			continue
-		}
-		for _, o := range objs {
-			_, state := o.Annotation(guard.StateAnnotation)
-			_, rolling := o.Annotation(guard.RollingAnnotation)
-			if !state && !rolling {
-				continue
-			}
-			g.Observe(ctx, object.Ref{Kind: kind.Name(), Namespace: o.GetNamespace(), Name: o.GetName()}, o.Meta())
-			n++
-		}
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Guards' state restored from the cluster", "workloads", n)
-}
-
 // Evicting tells the guards whether the restart by eviction of key (obj,
 // a workload restarted by the evict strategy) is still rolling: pods
 // created before its restart remain. Its rollout is then timed, waved and
@@ -114,6 +83,22 @@ func (g *Guards) Evicting(ctx context.Context, key object.Ref, obj client.Object
 		g.finished(ctx, obj, f)
 	}
 	g.wakeNext(ctx)
+}
+
+// wakeReleased decides again the restarts held by the failed rollout of
+// obj, released: those for a change of one of the sources its restart
+// state names (all held by a failed rollout, if it names none).
+func (g *Guards) wakeReleased(ctx context.Context, obj client.Object) {
+	st, ok := g.state(obj)
+	if !ok || len(st.Sources) == 0 {
+		g.wakeHeld(ctx, guard.ReasonFailedRollout)
+		return
+	}
+	ids := make([]object.Ref, 0, len(st.Sources))
+	for _, s := range st.Sources {
+		ids = append(ids, s.Object)
+	}
+	g.wakeFor(ctx, ids, guard.ReasonFailedRollout)
 }
 
 // finished reports a rollout that finished.
@@ -153,7 +138,8 @@ func (g *Guards) ConfigChanged(log logr.Logger, kind string, old, cur client.Obj
 	if was, now := old.GetAnnotations()[guard.ReleaseAnnotation], cur.GetAnnotations()[guard.ReleaseAnnotation]; was != now && now != "" {
 		n := g.rollouts.ReleaseSource(id)
 		log.Info("Held restarts released by annotation", "object", id, "annotation", guard.ReleaseAnnotation, "failedRollouts", n)
-		g.wakeHeld(g.base(), guard.ReasonFailedRollout, guard.ReasonFlapping, guard.ReasonBudget)
+		// Only the holds of a change of this object can be released by it.
+		g.wakeFor(g.base(), []object.Ref{id}, guard.ReasonFailedRollout, guard.ReasonFlapping, guard.ReasonBudget)
 	}
 	if !dataChanged {
 		return
@@ -163,7 +149,7 @@ func (g *Guards) ConfigChanged(log logr.Logger, kind string, old, cur client.Obj
 	// content (a fix, or the bad change reverted) that hold is a phantom.
 	if n := g.rollouts.ReleaseSource(id); n > 0 {
 		log.Info("Changed again: the failed rollouts of its previous content hold nothing any more", "object", id.String(), "failedRollouts", n)
-		g.wakeHeld(g.base(), guard.ReasonFailedRollout)
+		g.wakeFor(g.base(), []object.Ref{id}, guard.ReasonFailedRollout)
 	}
 }
 
@@ -192,6 +178,7 @@ func (g *Guards) GoneKind(kind string) {
 		return
 	}
 	g.rollouts.GoneKind(kind)
+	g.forgetKind(kind)
 }
 
 // base is the context of the sweeper, once it runs.

@@ -11,7 +11,8 @@
 //	            are init containers)
 //	restarted-  annotation kubectl.kubernetes.io/restartedAt =      JSON merge patch
 //	at          the time of the restart, RFC 3339 (what kubectl
-//	            rollout restart writes)
+//	            rollout restart writes), its fraction of a
+//	            second from the restart ID
 //	evict       nothing: the pods are evicted afterwards (see       JSON merge patch
 //	            Evict); an Argo Rollout's spec.restartAt
 //

@@ -49,8 +49,9 @@ func TestPatch(t *testing.T) {
 			`"initContainers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"init"},{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"sidecar"}]}}`
 		envNoInit = `{"spec":{"containers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"id1"}],"name":"app"}]}}`
 		// restartedAt is kubectl's annotation, the time in UTC (the clock
-		// below is in another zone).
-		restartedAt = `{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-26T10:04:05Z"}}}`
+		// below is in another zone), its second's fraction from the
+		// restart ID "id1".
+		restartedAt = `{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-26T10:04:05.046762849Z"}}}`
 	)
 	now := func() time.Time { return time.Date(2026, 11, 26, 11, 4, 5, 999, time.FixedZone("CET", 3600)) }
 	clock, evictAt := restart.RestartedAt{Now: now}, restart.Evict{Now: now}
