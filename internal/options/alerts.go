@@ -1,7 +1,9 @@
 package options
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -42,11 +44,35 @@ func (o *Options) bindAlerts(fs *pflag.FlagSet, bind func(v pflag.Value, name, e
 	for _, name := range []string{"alert-on-reload", "alert-on-held", "alert-on-flapping", "alert-on-failed-rollout"} {
 		fs.Lookup(name).NoOptDefVal = "true"
 	}
-	bind(oneOf{&a.Sink, alert.Sinks}, "alert-sink", "ALERT_SINK", "where alerts go: slack, teams, gchat or webhook (plain JSON)")
+	bind(sinkValue{&a.Sink, &o.Notes}, "alert-sink", "ALERT_SINK", "where alerts go: slack, teams, gchat or webhook (plain JSON; Reloader's raw, and any other value, too)")
 	bind(secret{&a.WebhookURL}, "alert-webhook-url", "ALERT_WEBHOOK_URL", "URL alerts are posted to (never printed)")
 	bind((*stringValue)(&a.WebhookURLSecret), "alert-webhook-url-secret", "ALERT_WEBHOOK_URL_SECRET", "in place of --alert-webhook-url: the key of a Secret holding the URL, as namespace/name:key, read at start and on every change")
 	bind((*stringValue)(&a.AdditionalInfo), "alert-additional-info", "ALERT_ADDITIONAL_INFO", "text added to every alert, such as the cluster's name")
 	bind(secret{&a.WebhookProxy}, "alert-webhook-proxy", "ALERT_WEBHOOK_PROXY", "HTTP proxy to reach the webhook, such as http://proxy:3128 (never printed)")
+}
+
+// sinkValue is --alert-sink: one of alert.Sinks. Reloader's raw, and any
+// value Reloader does not know, is the webhook sink (plain JSON), as
+// Reloader posts to a raw webhook whatever is not slack, teams or gchat:
+// noted, never an error.
+type sinkValue struct {
+	sink  *string
+	notes *[]string
+}
+
+func (s sinkValue) String() string { return *s.sink }
+func (s sinkValue) Type() string   { return strings.Join(alert.Sinks, "|") }
+func (s sinkValue) Set(v string) error {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if slices.Contains(alert.Sinks, v) {
+		*s.sink = v
+		return nil
+	}
+	*s.sink = alert.Webhook
+	if v != "" {
+		*s.notes = append(*s.notes, fmt.Sprintf("alert sink %q read as %s (plain JSON posted to the URL), as Reloader posts to any sink but slack, teams and gchat", v, alert.Webhook))
+	}
+	return nil
 }
 
 // validateAlerts checks the alert settings when an alert is switched on.

@@ -48,7 +48,19 @@ func TestAlertSettings(t *testing.T) {
 		{name: "not a URL", env: map[string]string{"ALERT_ON_RELOAD": "1", "ALERT_WEBHOOK_URL": "hooks.slack.com/sEcReTtOkEn"}, wantErr: "want an http or https URL"},
 		{name: "a Secret with no key", args: []string{"--alert-on-failed-rollout", "--alert-webhook-url-secret=watcher/alerts"}, wantErr: "namespace/name:key"},
 		{name: "a bad proxy", env: map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_WEBHOOK_URL": hookURL, "ALERT_WEBHOOK_PROXY": "sEcReTtOkEn"}, wantErr: "ALERT_WEBHOOK_PROXY"},
-		{name: "an unknown sink", env: map[string]string{"ALERT_SINK": "pagerduty"}, wantErr: "slack, teams, gchat, webhook"},
+		{
+			name: "Reloader's raw sink, and any other, is the webhook sink",
+			env:  map[string]string{"ALERT_ON_RELOAD": "true", "ALERT_SINK": " Raw", "ALERT_WEBHOOK_URL": hookURL},
+			want: func(o *options.Options) {
+				o.Alert = options.Alerts{OnReload: true, Sink: "webhook", WebhookURL: hookURL}
+				o.Notes = []string{`alert sink "raw" read as webhook (plain JSON posted to the URL), as Reloader posts to any sink but slack, teams and gchat`}
+			},
+		},
+		{
+			name: "an empty sink is the webhook sink, with no note",
+			env:  map[string]string{"ALERT_SINK": ""},
+			want: func(o *options.Options) {},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := options.Parse(tt.args, env(tt.env), io.Discard)

@@ -53,6 +53,19 @@ func FuzzParse(f *testing.F) {
 	f.Add("LOCK_BACKEND=redis\nREDIS_SENTINEL_MASTER=m\nREDIS_SENTINEL_ADDRS=a:1,b\nREDIS_SENTINEL_PASSWORD="+password, "--redis-password\n"+password)
 	f.Add("LEASE_DURATION=1s\nCACHE_SYNC_TIMEOUT=0s", "--help")
 	f.Add("REDIS_PORT=abc\nREDIS_SENTINEL_MASTER=m\nREDIS_TLS_CA_FILE=/nonexistent", "--lock=none")
+	// Reloader's flags in both forms, in the environments of both charts.
+	var watcherEnv, reloaderEnv []string
+	for k, v := range watcherChartEnv {
+		watcherEnv = append(watcherEnv, k+"="+v)
+	}
+	for k, v := range reloaderChartEnv {
+		reloaderEnv = append(reloaderEnv, k+"="+v)
+	}
+	for _, r := range reloaderFlagValues {
+		f.Add(strings.Join(watcherEnv, "\n"), "--"+r.flag+"="+r.value)
+		f.Add(strings.Join(reloaderEnv, "\n"), "--"+r.flag+"\n"+r.value)
+	}
+	f.Add("RELOADER_NAMESPACE=r\nKUBERNETES_NAMESPACE=k\nALERT_SINK=raw", "--namespaces-to-ignore\nkube-system\n--namespace-selector=\"a:b\"\n--auto-reload-all\nfalse")
 	f.Fuzz(func(t *testing.T, envText, argsText string) {
 		e, args := fuzzInput(envText, argsText)
 		o, shown, err := output(e, args)

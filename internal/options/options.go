@@ -258,7 +258,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
 	bind(optionalBool{&o.LocalConfig}, "local-config", "LOCAL_CONFIG", "True: use a kubeconfig; False: use the in-cluster config; empty: a kubeconfig if there is one, else in-cluster")
 
-	bind(list{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated); empty: all")
+	bind(appending{&o.Namespaces}, "namespaces", "NAMESPACES", "watch only these namespaces (comma-separated, or the flag repeated); empty: all, or KUBERNETES_NAMESPACE alone if set")
 	bind(list{&o.IgnoreConfigMapNamespaces}, "ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", "namespaces whose ConfigMaps are ignored (comma-separated; * for all)")
 	bind(list{&o.IgnoreSecretNamespaces}, "ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", "namespaces whose Secrets are ignored (comma-separated; * for all)")
 	bind(list{&o.IgnoreWorkloadKinds}, "ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "workload kinds never watched nor restarted (comma-separated kind names: CronJob, DaemonSet, Job, ...)")
@@ -274,6 +274,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	for _, name := range []string{"reload-on-create", "restart-on-create", "reload-on-delete"} {
 		fs.Lookup(name).NoOptDefVal = "true" // --reload-on-create alone means true
 	}
+	_ = fs.SetAnnotation("reload-on-create", sameAsAnnotation, []string{"restart-on-create"})
+	_ = fs.SetAnnotation("restart-on-create", sameAsAnnotation, []string{"reload-on-create"})
 	bind(duration{&o.Coalesce}, "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
 	bind(duration{&o.CoalesceMax}, "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
 	bind(boolean{&o.CronJobTrigger}, "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
@@ -296,6 +298,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind((*stringValue)(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)
 	bind((*stringValue)(&o.HealthAddr), "health-addr", "HEALTH_ADDR", `address of /healthz and /readyz; "0" disables`)
 	bind((*stringValue)(&o.PprofAddr), "pprof-addr", "PPROF_ADDR", `address of Go's /debug/pprof profiles, for diagnosis; "0" disables`)
+	bind((*stringValue)(&o.ReloaderAddr), "reloader-addr", "RELOADER_ADDR", `address of what Stakater Reloader's Deployment probes and scrapes (/live and /metrics); "0" disables; default :9090 where RELOADER_NAMESPACE is set (Reloader's chart), else "0"`)
+	bind(boolean{&o.MetricsByNamespace}, "metrics-by-namespace", "METRICS_BY_NAMESPACE", "also count Reloader's reloads by namespace (reloader_reload_executed_total_by_namespace); Reloader's METRICS_COUNT_BY_NAMESPACE=enabled sets it too")
+	fs.Lookup("metrics-by-namespace").NoOptDefVal = "true"
 	bind(aliased{oneOf{&o.LogFormat, []string{"text", "json"}}, map[string]string{"": "text"}}, "log-format", "LOG_FORMAT", "log format: text or json (Reloader's empty value: text)")
 	bind(aliased{oneOf{&o.LogLevel, []string{"debug", "info", "error"}}, map[string]string{"trace": "debug", "warning": "info", "warn": "info", "fatal": "error", "panic": "error"}},
 		"log-level", "LOG_LEVEL", "log level: debug, info or error (Reloader's trace is debug, warning info, fatal and panic error)")
@@ -303,7 +308,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(intRange{&o.Burst, 1, 100000, "a burst size"}, "kube-api-burst", "KUBE_API_BURST", "request burst to the Kubernetes API")
 	bind(duration{&o.CacheSyncTimeout}, "cache-sync-timeout", "CACHE_SYNC_TIMEOUT", "longest wait for the caches to fill at start-up, such as 10m; large clusters need more")
 
-	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: the pod's namespace in a cluster, else default")
+	bind((*stringValue)(&o.Namespace), "lease-namespace", "POD_NAMESPACE", "watcher's own namespace, for its Lease and its hash key Secret; empty: RELOADER_NAMESPACE if set, else the pod's namespace in a cluster, else default")
 	bind((*stringValue)(&o.HashKeySecret), "hash-key-secret", "HASH_KEY_SECRET", "Secret (in watcher's namespace) holding the key of the recorded hashes; created if missing")
 
 	bind(oneOf{&o.Lock, []string{LockLease, LockRedis, LockNone}}, "lock", "LOCK_BACKEND", "how replicas share the work: lease (one leader), redis (all active, a lock per change) or none (one replica); default: redis if REDIS_HOST is set, else lease")

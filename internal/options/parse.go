@@ -16,6 +16,14 @@ var ErrHelp = pflag.ErrHelp
 // line, by the environment (getenv, usually os.LookupEnv). Errors name the
 // flag or variable and the expected form; they never echo a password.
 //
+// Stakater Reloader's flags are read as well (see reloaderFlags): a flag on
+// the command line, watcher's or Reloader's, wins over every environment
+// variable, and a Reloader flag gives way only to watcher's own flag for
+// the same setting on the command line. Each variable so overridden is
+// named in Options.Notes. The variables of Reloader's own Deployment
+// (RELOADER_NAMESPACE, KUBERNETES_NAMESPACE, METRICS_COUNT_BY_NAMESPACE)
+// are read too (see applyDeploymentEnv).
+//
 // The Redis settings (REDIS_*, DB, USERNAME, PASSWORD,
 // LOCK_EXPIRATION_TIME and their flags) are checked only in the redis lock
 // mode. In the other modes an invalid one is ignored and reported in
@@ -30,15 +38,19 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 	o.BindFlags(fs)
 	reloader := bindReloader(fs)
 	var errs, redisErrs []error
+	args, notes := joinBoolValues(fs, args)
 	if err := parseArgs(fs, args, &redisErrs); err != nil {
 		return nil, err
 	}
+	o.Notes = append(o.Notes, notes...)
+	src := origin{fs: fs, fromEnv: map[string]string{}, getenv: getenv}
 	fs.VisitAll(func(f *pflag.Flag) {
 		env := f.Annotations[envAnnotation]
-		if f.Changed || len(env) == 0 {
+		if len(env) == 0 || src.onCommandLine(f) {
 			return
 		}
 		if v, ok := getenv(env[0]); ok {
+			src.fromEnv[f.Name] = env[0]
 			if err := f.Value.Set(v); err != nil {
 				err = fmt.Errorf("invalid %s%s: %w", env[0], shown(f.Value, v), err)
 				if isRedis(f) {
@@ -55,12 +67,8 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 			o.Lock = LockRedis
 		}
 	}
-	given := func(flag, env string) bool {
-		_, set := getenv(env)
-		return fs.Changed(flag) || set
-	}
-	_, inReloaderDeployment := getenv("RELOADER_NAMESPACE")
-	if err := o.applyReloader(reloader, fs, given, inReloaderDeployment); err != nil {
+	o.applyDeploymentEnv(src)
+	if err := o.applyReloader(reloader, src); err != nil {
 		errs = append(errs, err)
 	}
 	redisErrs = append(redisErrs, o.validateRedis()...)

@@ -39,7 +39,7 @@ func TestReloaderFlags(t *testing.T) {
 			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
 		{name: "auto-reload-all", args: []string{"--auto-reload-all=true", "--log-format="}, env: env(),
 			check: want("discovery", "all", func(o *options.Options) string { return o.Discovery })},
-		{name: "a watcher setting wins", args: []string{"--auto-reload-all"}, env: env("DISCOVERY", "annotated"),
+		{name: "a watcher setting wins", args: []string{"--auto-reload-all", "--discovery=annotated"}, env: env(),
 			check: want("discovery", "annotated", func(o *options.Options) string { return o.Discovery })},
 		{name: "reload-strategy env-vars", args: []string{"--reload-strategy=env-vars"}, env: env(),
 			check: want("strategy", "env", func(o *options.Options) string { return o.RestartStrategy })},
@@ -72,8 +72,11 @@ func TestReloaderFlags(t *testing.T) {
 			check: want("keys", "configmap.reloader.stakater.com/reload=example.com/reload,reloader.stakater.com/auto=example.com/auto", func(o *options.Options) string {
 				return keysText(o.AnnotationKeys)
 			})},
-		{name: "watcher's --annotation-keys wins", args: []string{"--auto-annotation=example.com/auto"}, env: env("ANNOTATION_KEYS", "reloader.stakater.com/auto=team.example/auto"),
+		{name: "watcher's --annotation-keys wins", args: []string{"--auto-annotation=example.com/auto", "--annotation-keys=reloader.stakater.com/auto=team.example/auto"}, env: env(),
 			check: want("keys", "reloader.stakater.com/auto=team.example/auto", func(o *options.Options) string { return keysText(o.AnnotationKeys) })},
+		{name: "a key flag wins over ANNOTATION_KEYS for its key", args: []string{"--auto-annotation=example.com/auto", "--secret-annotation", "secret.reloader.stakater.com/reload"},
+			env:   env("ANNOTATION_KEYS", "reloader.stakater.com/auto=team.example/auto,configmap.reloader.stakater.com/reload=team.example/cm,secret.reloader.stakater.com/reload=team.example/s"),
+			check: want("keys", "configmap.reloader.stakater.com/reload=team.example/cm,reloader.stakater.com/auto=example.com/auto", func(o *options.Options) string { return keysText(o.AnnotationKeys) })},
 		{name: "a key that is no annotation key", args: []string{"--secret-annotation", "not a key!"}, env: env(), err: "annotation-keys"},
 		{name: "one key for two meanings", args: []string{"--secret-annotation", "example.com/reload", "--configmap-annotation", "example.com/reload"}, env: env(), err: "read for both"},
 		{name: "a key another meaning keeps", args: []string{"--secret-annotation", "configmap.reloader.stakater.com/reload"}, env: env(), err: "read for both"},

@@ -52,7 +52,7 @@ func (o *Options) validate() []error {
 		flag, env string
 		names     []string
 	}{
-		{"namespaces", "NAMESPACES", o.Namespaces},
+		{"namespaces", "NAMESPACES, else KUBERNETES_NAMESPACE", o.Namespaces},
 		{"ignore-configmap-namespaces", "IGNORE_CONFIGMAP_NAMESPACES", o.IgnoreConfigMapNamespaces},
 		{"ignore-secret-namespaces", "IGNORE_SECRET_NAMESPACES", o.IgnoreSecretNamespaces},
 	} {
@@ -69,6 +69,7 @@ func (o *Options) validate() []error {
 		{"metrics-addr", "METRICS_ADDR", o.MetricsAddr},
 		{"health-addr", "HEALTH_ADDR", o.HealthAddr},
 		{"pprof-addr", "PPROF_ADDR", o.PprofAddr},
+		{"reloader-addr", "RELOADER_ADDR", o.ReloaderAddr},
 	} {
 		if err := checkAddr(a.addr); err != nil {
 			p.add(a.flag, a.env, `want host:port, :port or "0": %v`, err)
@@ -81,7 +82,7 @@ func (o *Options) validate() []error {
 	}
 	if o.Namespace != "" {
 		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-			p.add("lease-namespace", "POD_NAMESPACE", "%q is not a namespace name: %s", o.Namespace, msgs[0])
+			p.add("lease-namespace", "POD_NAMESPACE, else RELOADER_NAMESPACE", "%q is not a namespace name: %s", o.Namespace, msgs[0])
 		}
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.HashKeySecret); len(msgs) > 0 {

@@ -121,6 +121,23 @@ func (l list) Set(v string) error {
 	return nil
 }
 
+// appending is a list flag as Reloader's are (pflag's StringSlice, read as
+// CSV): comma-separated, each item and the whole value stripped of one
+// pair of double quotes, and added to when given again. Its setting starts
+// empty.
+type appending struct{ l *[]string }
+
+func (a appending) String() string { return strings.Join(*a.l, ",") }
+func (a appending) Type() string   { return "list" }
+func (a appending) Set(v string) error {
+	for _, item := range strings.Split(unquote(v), ",") {
+		if item = unquote(item); item != "" && !slices.Contains(*a.l, item) {
+			*a.l = append(*a.l, item)
+		}
+	}
+	return nil
+}
+
 // oneOf is a string from a fixed set.
 type oneOf struct {
 	s       *string
