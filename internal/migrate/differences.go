@@ -66,7 +66,7 @@ func ownValues(in Input) []Difference {
 	}
 	if len(gained) > 0 {
 		out = append(out, listed(Difference{Topic: TopicOwnValues, Restarts: true,
-			Text: fmt.Sprintf("only if installed with watcher's own values instead of Reloader's arguments: %s that do not opt in would restart too (discovery all)", plural(len(gained), "workload"))}, gained))
+			Text: fmt.Sprintf("only if installed with watcher's own values instead of Reloader's arguments: %s not opting in would restart too (discovery all)", plural(len(gained), "workload"))}, gained))
 	}
 	return out
 }
@@ -112,9 +112,13 @@ func strategy(in Input) []Difference {
 			marked = append(marked, w)
 		}
 	}
+	left := ""
+	if len(marked) > 0 {
+		left = ", and Reloader's marks stay where they are (the workloads listed carry them)"
+	}
 	return []Difference{listed(Difference{Topic: TopicStrategy,
-		Text: fmt.Sprintf("Reloader writes a restart as %s, watcher as %s (%s); pods restart either way, and Reloader's marks stay where they are (the workloads listed carry them). To write as Reloader: --restart-strategy=%s",
-			theirs, ours, restartDoc(ours), map[string]string{"env-vars": "env", "annotations": "annotation"}[theirs])}, marked)}
+		Text: fmt.Sprintf("Reloader writes a restart as %s, watcher as %s (%s); pods restart either way%s. To write as Reloader: --restart-strategy=%s",
+			theirs, ours, restartDoc(ours), left, map[string]string{"env-vars": "env", "annotations": "annotation"}[theirs])}, marked)}
 }
 
 // restartDoc says what a strategy of watcher's writes.

@@ -113,7 +113,7 @@ func TestMigratePlan(t *testing.T) {
 	g.Expect(p.Differences).To(ContainElement(And(HaveField("Topic", migrate.TopicKinds), HaveField("Restarts", true),
 		HaveField("Workloads", ContainElement("CronJob "+ns+"/nightly")))))
 	g.Expect(p.Differences).To(ContainElement(And(HaveField("Topic", migrate.TopicOwnValues),
-		HaveField("Text", ContainSubstring("do not opt in would restart too")))))
+		HaveField("Text", ContainSubstring("not opting in would restart too")))))
 	g.Expect(p.Differences).To(ContainElement(HaveField("Topic", migrate.TopicStrategy)))
 
 	plugins := t.TempDir()
