@@ -32,6 +32,7 @@ type migration struct {
 
 func newMigration(prog string, stderr io.Writer) *migration {
 	m := &migration{prog: prog, stderr: stderr, rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+	m.install.Command = prog + " " + cmdMigrate
 	fs := pflag.NewFlagSet(cmdMigrate, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&m.rules.ExplicitPath, "kubeconfig", "", "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
@@ -44,7 +45,7 @@ func newMigration(prog string, stderr io.Writer) *migration {
 	fs.StringVar(&m.install.Namespace, "release-namespace", "watcher", "namespace of the helm release")
 	fs.StringVar(&m.install.Chart, "chart", "deploy/helm/watcher", "watcher's chart")
 	fs.StringVar(&m.install.Image, "image", "ghcr.io/watcher-dev/watcher", "watcher's image, for the image swap (the one you pushed)")
-	fs.StringVar(&m.install.RBAC, "rbac", "deploy/reloader/rbac.yaml", "the rights watcher needs in Reloader's Deployment, for the image swap")
+	fs.StringVar(&m.install.RBAC, "rbac", "deploy/reloader", "folder of the rights watcher needs in Reloader's Deployment (rbac.yaml, rbac-namespaced.yaml), for the image swap")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s migrate [-n NAMESPACE] [--deployment NAME] [-o text|json] [flags]\n"+
 			"       %s migrate --compare [-n NAMESPACE] [--since 1h] [-o text|json] [flags]\n\n"+

@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,7 +114,7 @@ func TestCalculate(t *testing.T) {
 				t.Fatalf("Options: %v", err)
 			}
 			p := Calculate(Input{Reloader: found[0], Options: o, Workloads: sampleWorkloads,
-				Install: Install{Release: "watcher", Namespace: "watcher", Chart: "deploy/helm/watcher", Image: "watcher:1", RBAC: "deploy/reloader/rbac.yaml"}})
+				Install: Install{Release: "watcher", Namespace: "watcher", Chart: "deploy/helm/watcher", Image: "watcher:1", RBAC: "deploy/reloader"}})
 			if !slices.Equal(p.Helm.ExtraArgs, nonNil(tt.extraArgs)) {
 				t.Errorf("extraArgs = %q, want %q", p.Helm.ExtraArgs, tt.extraArgs)
 			}
@@ -167,23 +168,39 @@ func TestCalculate(t *testing.T) {
 }
 
 // TestImageSwap: the image swap names Reloader's namespace, ServiceAccount
-// and container.
+// and container, and the RBAC of Reloader's mode: edited from the file, or
+// printed by the command when the manifest is known.
 func TestImageSwap(t *testing.T) {
-	r := Find([]appsv1.Deployment{*valueSets["default"]}, "")[0]
-	o, err := r.Options()
-	if err != nil {
-		t.Fatal(err)
+	manifest := func(ns, sa string, single bool) string { return fmt.Sprintf("rbac for %s %s %t", ns, sa, single) }
+	tests := []struct {
+		set      string
+		manifest func(string, string, bool) string
+		rbac     string
+		printed  string
+	}{
+		{"default", nil, "sed -e 's/namespace: reloader$/namespace: reloader/' -e 's/name: reloader-reloader$/name: reloader-reloader/' deploy/reloader/rbac.yaml | kubectl apply -f -", ""},
+		{"namespaced", nil, "deploy/reloader/rbac-namespaced.yaml | kubectl apply -f -", ""},
+		{"namespaced", manifest, "watcher migrate -n reloader --deployment reloader-reloader -o rbac | kubectl apply -f -", "rbac for reloader reloader-reloader true"},
+		{"ha", manifest, "watcher migrate -n reloader --deployment reloader-reloader -o rbac | kubectl apply -f -", "rbac for reloader reloader-reloader false"},
 	}
-	p := Calculate(Input{Reloader: r, Options: o, Unread: "forbidden", Install: Install{Image: "registry.example/watcher:1", RBAC: "deploy/reloader/rbac.yaml"}})
-	want := "kubectl -n reloader set image deployment/reloader-reloader reloader-reloader=registry.example/watcher:1"
-	if !slices.Contains(p.ImageSwap.Commands, want) {
-		t.Errorf("commands = %q, want %q among them", p.ImageSwap.Commands, want)
-	}
-	if !strings.Contains(p.ImageSwap.Commands[0], "deploy/reloader/rbac.yaml") || !strings.Contains(p.ImageSwap.Commands[0], "reloader-reloader") {
-		t.Errorf("RBAC command = %q", p.ImageSwap.Commands[0])
-	}
-	if p.Counts != nil || p.Unread != "forbidden" {
-		t.Errorf("counts %v, unread %q: want none, and why", p.Counts, p.Unread)
+	for _, tt := range tests {
+		r := Find([]appsv1.Deployment{*valueSets[tt.set]}, "")[0]
+		o, err := r.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Calculate(Input{Reloader: r, Options: o, Unread: "forbidden",
+			Install: Install{Image: "registry.example/watcher:1", RBAC: "deploy/reloader", Manifest: tt.manifest, Command: "watcher migrate"}})
+		want := "kubectl -n reloader set image deployment/reloader-reloader reloader-reloader=registry.example/watcher:1"
+		if len(p.ImageSwap.Commands) != 2 || !strings.HasSuffix(p.ImageSwap.Commands[0], tt.rbac) || p.ImageSwap.Commands[1] != want {
+			t.Errorf("%s: commands = %q, want %q then %q", tt.set, p.ImageSwap.Commands, tt.rbac, want)
+		}
+		if p.ImageSwap.Manifest != tt.printed {
+			t.Errorf("%s: manifest %q, want %q", tt.set, p.ImageSwap.Manifest, tt.printed)
+		}
+		if p.Counts != nil || p.Unread != "forbidden" {
+			t.Errorf("counts %v, unread %q: want none, and why", p.Counts, p.Unread)
+		}
 	}
 }
 

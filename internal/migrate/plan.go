@@ -16,9 +16,18 @@ type Install struct {
 	Chart string
 	// Image is watcher's image, for the image swap.
 	Image string
-	// RBAC is the path of the manifest of the rights watcher needs in
-	// Reloader's Deployment (deploy/reloader/rbac.yaml).
+	// RBAC is the folder of the manifests of the rights watcher needs in
+	// Reloader's Deployment (deploy/reloader: rbac.yaml, and
+	// rbac-namespaced.yaml for Reloader's single-namespace mode), written
+	// for namespace "reloader" and ServiceAccount "reloader-reloader".
 	RBAC string
+	// Manifest, when set, returns that manifest for Reloader's namespace
+	// and ServiceAccount (package cli gives deploy/reloader's RBAC); the
+	// plan then holds it, and the commands print it (Command, -o rbac)
+	// instead of editing the file.
+	Manifest func(namespace, serviceAccount string, singleNamespace bool) string
+	// Command is how the user ran this command ("watcher migrate").
+	Command string
 }
 
 // Input is what Calculate plans from.
@@ -74,7 +83,9 @@ type Helm struct {
 // ImageSwap is the other path: Reloader's Deployment runs watcher's image,
 // with its arguments, environment and probes unchanged.
 type ImageSwap struct {
-	RBAC     string   `json:"rbac"`
+	RBAC string `json:"rbac"`
+	// Manifest is that RBAC, when Install.Manifest gives it.
+	Manifest string   `json:"manifest,omitempty"`
 	Commands []string `json:"commands"`
 }
 
@@ -141,15 +152,23 @@ func helm(in Input) Helm {
 
 func imageSwap(in Input) ImageSwap {
 	r, inst := in.Reloader, in.Install
-	return ImageSwap{
-		RBAC: fmt.Sprintf("the rights watcher needs in %s (its Lease, hash key Secret, settings ConfigMap), %s with namespace %s and ServiceAccount %s",
-			r.Namespace, inst.RBAC, r.Namespace, r.ServiceAccount),
-		Commands: []string{
-			fmt.Sprintf("sed -e 's/namespace: reloader$/namespace: %s/' -e 's/name: reloader-reloader$/name: %s/' %s | kubectl apply -f -",
-				r.Namespace, r.ServiceAccount, inst.RBAC),
-			fmt.Sprintf("kubectl -n %s set image deployment/%s %s=%s", r.Namespace, r.Name, r.Container, inst.Image),
-		},
+	// Reloader's chart sets KUBERNETES_NAMESPACE with watchGlobally: false,
+	// and then grants a Role in its own namespace only.
+	_, single := r.Env["KUBERNETES_NAMESPACE"]
+	file := "rbac.yaml"
+	if single {
+		file = "rbac-namespaced.yaml"
 	}
+	s := ImageSwap{RBAC: fmt.Sprintf("the rights watcher needs beyond Reloader's chart (its Lease, hash key Secret and settings ConfigMap in %s, watching the workloads): %s/%s with namespace %s and ServiceAccount %s",
+		r.Namespace, inst.RBAC, file, r.Namespace, r.ServiceAccount)}
+	apply := fmt.Sprintf("sed -e 's/namespace: reloader$/namespace: %s/' -e 's/name: reloader-reloader$/name: %s/' %s/%s | kubectl apply -f -",
+		r.Namespace, r.ServiceAccount, inst.RBAC, file)
+	if inst.Manifest != nil {
+		s.Manifest = inst.Manifest(r.Namespace, r.ServiceAccount, single)
+		apply = fmt.Sprintf("%s -n %s --deployment %s -o rbac | kubectl apply -f -", inst.Command, r.Namespace, r.Name)
+	}
+	s.Commands = []string{apply, fmt.Sprintf("kubectl -n %s set image deployment/%s %s=%s", r.Namespace, r.Name, r.Container, inst.Image)}
+	return s
 }
 
 func count(ws []Workload) *Counts {
