@@ -26,6 +26,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
@@ -101,13 +102,17 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	guards := guardConfig(o)
 	guards.Sign = func(b []byte) string { return hasher.MAC(b) }
 	guards.Gates = append(guards.Gates, policy.WindowGate{Index: policies, Store: st, Status: status})
-	metricsAddr, err := pickPort(o.MetricsAddr)
+	reloader := o.ReloaderAddr != "0"
+	metricsAddr, err := ownAddr(o.MetricsAddr, "metrics", reloader, log)
 	if err != nil {
 		return err
 	}
-	healthAddr, err := pickPort(o.HealthAddr)
+	healthAddr, err := ownAddr(o.HealthAddr, "health", reloader, log)
 	if err != nil {
 		return err
+	}
+	if o.MetricsByNamespace {
+		metrics.CountByNamespace()
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Logger:                        log,
@@ -181,12 +186,17 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}
+	if reloader {
+		if err := mgr.Add(reloaderServer{addr: o.ReloaderAddr, log: log.WithName("reloader")}); err != nil {
+			return fmt.Errorf("set up manager: %w", err)
+		}
+	}
 	for _, r := range alertRunnables {
 		if err := mgr.Add(r); err != nil {
 			return fmt.Errorf("set up manager: %w", err)
 		}
 	}
-	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "dryRun", o.DryRun)
+	log.Info("Starting watcher", "lock", o.Lock, "namespaces", o.Namespaces, "metricsAddr", metricsAddr, "healthAddr", healthAddr, "reloaderAddr", o.ReloaderAddr, "dryRun", o.DryRun)
 	return mgr.Start(ctx)
 }
 

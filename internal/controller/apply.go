@@ -59,6 +59,9 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 		r.guards.Done(ctx, key, obj, req, err)
 	}
 	if err != nil {
+		if p.Action == plan.Restart {
+			metrics.Restart(key.Kind, key.Namespace, metrics.RestartFailed)
+		}
 		return err
 	}
 	switch p.Action {

@@ -47,7 +47,8 @@ func (r *Reconciler) cause(key workload.Key, changes []plan.Change) cause.Restar
 
 // announce says a restart (made, or would-be in dry-run) once, from said
 // alone: the log line, the Event on obj, the metric and, for a restart
-// made, the alert.
+// made, the alert. Restarts are counted here (metrics.Restart) and, when
+// their patch fails, in apply.
 func (r *Reconciler) announce(ctx context.Context, obj client.Object, said cause.Restart, restartedFor, strategy string) {
 	kv := append(said.KeysAndValues(), "restartedFor", restartedFor)
 	if !said.DryRun {
@@ -62,13 +63,16 @@ func (r *Reconciler) announce(ctx context.Context, obj client.Object, said cause
 	switch {
 	case said.OnDelete != "":
 		metrics.Skipped.WithLabelValues(plan.SkipOnDelete).Inc()
+		if !said.DryRun {
+			metrics.Restart(said.Workload.Kind, said.Workload.Namespace, metrics.PatchedOnDelete)
+		}
 	case said.DryRun:
 		metrics.WouldRestart.WithLabelValues(said.Workload.Kind).Inc()
 		if r.Config.Alerts != nil {
 			r.Config.Alerts.Notify(alert.FromRestart(said))
 		}
 	default:
-		metrics.Restarts.WithLabelValues(said.Workload.Kind).Inc()
+		metrics.Restart(said.Workload.Kind, said.Workload.Namespace, metrics.Restarted)
 		if r.Config.Alerts != nil {
 			r.Config.Alerts.Notify(alert.FromRestart(said))
 		}

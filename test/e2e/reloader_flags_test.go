@@ -40,7 +40,9 @@ func TestReloaderArguments(t *testing.T) {
 		auto := fixture.Deployment(ns, "auto", fixture.EnvFrom("cfg", ""))
 		auto.Annotations = map[string]string{optin.ReloaderAuto: "true"}
 		create(t, plain, auto)
-		startWatcherEnv(t, "watcher", ns, []string{"RELOADER_NAMESPACE=" + ns}, "--log-level=info")
+		// Reloader's port (9090) is the test's choice here: other tests
+		// run beside this one.
+		startWatcherEnv(t, "watcher", ns, []string{"RELOADER_NAMESPACE=" + ns}, "--log-level=info", "--reloader-addr="+freeAddr(t))
 		g.Eventually(func(g Gomega) string { return published(g, ns).Discovery }, wait).Should(Equal("annotated"))
 		waitAdopted(t, auto)
 		plainRS, autoRS := replicaSets(t, plain), replicaSets(t, auto)
@@ -58,9 +60,13 @@ func TestReloaderArguments(t *testing.T) {
 		g.Eventually(func(g Gomega) settings.Settings { return published(g, ns) }, wait).Should(And(
 			HaveField("Discovery", "all"),
 			HaveField("IgnoreSecretNamespaces", ConsistOf("*")),
-			HaveField("IgnoreConfigMapNamespaces", ContainElement("kube-system")),
 			HaveField("ConfigSelector", "reloader=enabled"),
-			HaveField("NamespaceSelector", "team=a,env"),
+			// The harness watches one namespace (--namespaces): as in
+			// Reloader's scoped mode, --namespaces-to-ignore and
+			// --namespace-selector are set aside (internal/options tests
+			// their conversion in the global mode).
+			HaveField("IgnoreConfigMapNamespaces", BeEmpty()),
+			HaveField("NamespaceSelector", ""),
 		))
 	})
 
@@ -144,7 +150,7 @@ func TestReloaderArguments(t *testing.T) {
 			"--pause-deployment-time-annotation=example.com/paused-at").WaitReady(t)
 		g.Eventually(func(g Gomega) settings.Settings { return published(g, ns) }, wait).Should(And(
 			HaveField("Discovery", "all"),
-			HaveField("NamespaceSelector", "team"),
+			HaveField("NamespaceSelector", ""), // scoped mode, as above
 			HaveField("IgnoreConfigMapNamespaces", ConsistOf("*")),
 			HaveField("IgnoreWorkloadKinds", ConsistOf("Job", "CronJob")),
 			HaveField("AnnotationKeys", HaveLen(9)),
