@@ -67,6 +67,7 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"kubectl-watcher", "migrate", "--help"}, 0, "       kubectl watcher migrate --compare"},
 		{[]string{"watcher", "migrate", "--help"}, 0, "agree, only\nwatcher or only Reloader"},
 		{[]string{"watcher", "migrate", "-o", "dot"}, 2, `invalid --output "dot": want text or json`},
+		{[]string{"watcher", "migrate", "--compare", "-o", "rbac"}, 2, `invalid --output "rbac"`},
 		{[]string{"watcher", "migrate", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"watcher", "migrate", "--compare", "--since", "0s"}, 2, "--since must be positive"},
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/watcher-dev/watcher/deploy/reloader"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/migrate"
 	"github.com/watcher-dev/watcher/internal/packed"
@@ -33,12 +34,13 @@ type migration struct {
 func newMigration(prog string, stderr io.Writer) *migration {
 	m := &migration{prog: prog, stderr: stderr, rules: clientcmd.NewDefaultClientConfigLoadingRules()}
 	m.install.Command = prog + " " + cmdMigrate
+	m.install.Manifest = reloader.RBAC
 	fs := pflag.NewFlagSet(cmdMigrate, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&m.rules.ExplicitPath, "kubeconfig", "", "path to a kubeconfig; none: $KUBECONFIG, then ~/.kube/config")
 	clientcmd.BindOverrideFlags(&m.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	fs.StringVar(&m.deployment, "deployment", "", "name of Reloader's Deployment; none: every Deployment running an image of "+migrate.Image)
-	fs.StringVarP(&m.output, "output", "o", "text", "output format: text or json")
+	fs.StringVarP(&m.output, "output", "o", "text", "output format: text or json; rbac: the RBAC of the image swap, to pipe to kubectl apply -f -")
 	fs.BoolVar(&m.compare, "compare", false, "compare what watcher in --dry-run would have restarted (WouldRestart Events) with what Reloader did, per workload")
 	fs.DurationVar(&m.since, "since", time.Hour, "with --compare, how far back (Events are kept an hour by default)")
 	fs.StringVar(&m.install.Release, "release", "watcher", "helm release name of watcher")
@@ -75,8 +77,8 @@ func runMigrate(ctx context.Context, prog string, args []string, stdout, stderr 
 	case err != nil:
 	case m.flags.NArg() > 0:
 		err = fmt.Errorf("unexpected argument %q", m.flags.Arg(0))
-	case m.output != "text" && m.output != "json":
-		err = fmt.Errorf("invalid --output %q: want text or json", m.output)
+	case m.output != "text" && m.output != "json" && (m.output != "rbac" || m.compare):
+		err = fmt.Errorf("invalid --output %q: want text or json (or rbac, without --compare)", m.output)
 	case m.since <= 0:
 		err = errors.New("--since must be positive")
 	}
@@ -143,8 +145,17 @@ func (m *migration) runPlan(ctx context.Context, out io.Writer) error {
 		}
 		plans = append(plans, migrate.Calculate(in))
 	}
-	if m.output == "json" {
+	switch m.output {
+	case "json":
 		return explain.WriteJSON(out, plans)
+	case "rbac":
+		for i, p := range plans {
+			if i > 0 {
+				fmt.Fprintln(out, "---")
+			}
+			fmt.Fprint(out, p.ImageSwap.Manifest)
+		}
+		return nil
 	}
 	for i, p := range plans {
 		if i > 0 {

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,48 +12,23 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
-// chartDeployment returns the Deployment Reloader's chart (v2.2.16)
-// renders in namespace "reloader" for release "reloader": its container
-// "reloader-reloader" with args, the env the chart always sets, env on
-// top, and replicas.
-func chartDeployment(replicas int32, args []string, env ...corev1.EnvVar) *appsv1.Deployment {
-	field := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+// chartDeployment returns the Deployment Reloader's chart renders
+// (test/fixture/reloader) for value set set, with env added to its
+// container.
+func chartDeployment(t *testing.T, set string, env ...corev1.EnvVar) *appsv1.Deployment {
+	t.Helper()
+	r, err := fixture.ReloaderRender(set)
+	if err != nil {
+		t.Fatal(err)
 	}
-	all := []corev1.EnvVar{
-		{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
-		field("RELOADER_NAMESPACE", "metadata.namespace"),
-		{Name: "RELOADER_DEPLOYMENT_NAME", Value: "reloader-reloader"},
-	}
-	for _, e := range env {
-		if e.Value == "field:metadata.namespace" {
-			e = field(e.Name, "metadata.namespace")
-		}
-		all = append(all, e)
-	}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "reloader", Name: "reloader-reloader"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			ServiceAccountName: "reloader-reloader",
-			Containers: []corev1.Container{{Name: "reloader-reloader", Image: "ghcr.io/stakater/reloader:v1.4.21", Args: args, Env: all,
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9090}}}},
-		}}},
-	}
-}
-
-// valueSets are Reloader's chart value sets the tests read.
-var valueSets = map[string]*appsv1.Deployment{
-	"default":    chartDeployment(1, nil),
-	"namespaced": chartDeployment(1, nil, corev1.EnvVar{Name: "KUBERNETES_NAMESPACE", Value: "field:metadata.namespace"}),
-	"ha": chartDeployment(2, []string{"--enable-ha=true"},
-		corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		corev1.EnvVar{Name: "POD_NAMESPACE", Value: "field:metadata.namespace"}),
-	"ignore-secrets":     chartDeployment(1, []string{"--resources-to-ignore=secrets"}),
-	"namespace-selector": chartDeployment(1, []string{`--namespace-selector="team:a"`}),
+	c := r.Container()
+	c.Env = append(c.Env, env...)
+	return r.Deployment
 }
 
 // sampleWorkloads are a cluster's workloads as Census gives them.
@@ -68,9 +42,10 @@ var sampleWorkloads = []Workload{
 	{Kind: "Rollout", Namespace: "shop", Name: "canary", OptsIn: true, Annotations: []string{"reloader.stakater.com/auto"}, WithReloaderArgs: true, WithOwnValues: true},
 }
 
-// TestCalculate: for each of Reloader's chart value sets, what to apply
-// (the values given on helm's command line, the arguments carried) and the
-// differences on a sample cluster.
+// TestCalculate: for each of Reloader's chart value sets, as its chart
+// renders them, what to apply (the arguments carried as they are, the
+// values given on helm's command line) and the differences on a sample
+// cluster.
 func TestCalculate(t *testing.T) {
 	tests := []struct {
 		set       string
@@ -80,32 +55,53 @@ func TestCalculate(t *testing.T) {
 		topics    []string
 		text      []string
 	}{{
-		set:    "default",
-		values: map[string]string{"discovery.mode": `"annotated"`, "discovery.ignoreConfigMapNamespaces": `[]`, "discovery.ignoreSecretNamespaces": `[]`},
+		set:       fixture.ReloaderDefault,
+		extraArgs: []string{"--log-level=info"},
+		values:    map[string]string{"discovery.mode": `"annotated"`, "discovery.ignoreConfigMapNamespaces": `[]`, "discovery.ignoreSecretNamespaces": `[]`},
 		// Reloader's default strategy is env-vars, watcher's annotation.
 		topics:  []string{TopicOwnValues, TopicOwnValues, TopicKinds, TopicKinds, TopicStrategy, TopicAnnotations, TopicAnnotations, TopicAnnotations, TopicGuards},
-		without: []string{"replicas", "discovery.namespaces", "rbac.scope", "extraEnv"},
+		without: []string{"replicas", "discovery.namespaces", "rbac.scope", "extraEnv", "restart.strategy"},
 		text:    []string{"Reloader writes a restart as env-vars, watcher as annotation", "--restart-strategy=env", "Argo Rollouts: Reloader restarts none", "kube-system (1)"},
 	}, {
-		set:    "namespaced",
-		values: map[string]string{"discovery.mode": `"annotated"`, "discovery.namespaces": `["reloader"]`, "rbac.scope": `"namespaced"`},
+		set:     fixture.ReloaderNamespaced,
+		values:  map[string]string{"discovery.mode": `"annotated"`, "discovery.namespaces": `["reloader"]`, "rbac.scope": `"namespaced"`},
+		without: []string{"replicas"},
+		text:    []string{"KUBERNETES_NAMESPACE: watching namespace reloader alone", "watcher migrate --compare -n reloader"},
 	}, {
-		set:       "ha",
-		extraArgs: []string{"--enable-ha=true"},
-		values:    map[string]string{"replicas": "2", "discovery.mode": `"annotated"`},
-		text:      []string{"Reloader's --enable-ha accepted"},
+		set: fixture.ReloaderHA,
+		extraArgs: []string{"--log-level=info", "--enable-ha=true", "--leader-election-lease-duration=20s",
+			"--leader-election-renew-deadline=15s", "--leader-election-retry-period=3s"},
+		values: map[string]string{"replicas": "2", "discovery.mode": `"annotated"`,
+			"lock.leaseDuration": `"20s"`, "lock.leaseRenewDeadline": `"15s"`, "lock.leaseRetryPeriod": `"3s"`},
+		text: []string{"[flags] Reloader's --enable-ha accepted"},
 	}, {
-		set:       "ignore-secrets",
-		extraArgs: []string{"--resources-to-ignore=secrets"},
+		set:       fixture.ReloaderIgnoreSecrets,
+		extraArgs: []string{"--log-level=info", "--resources-to-ignore=secrets"},
 		values:    map[string]string{"discovery.ignoreSecretNamespaces": `["*"]`, "discovery.ignoreConfigMapNamespaces": `[]`},
 	}, {
-		set:       "namespace-selector",
-		extraArgs: []string{`--namespace-selector="team:a"`},
+		set:       fixture.ReloaderNamespaceSelector,
+		extraArgs: []string{"--log-level=info", `--namespace-selector="team:a"`},
 		values:    map[string]string{"discovery.namespaceSelector": `"team=a"`},
+	}, {
+		set:       fixture.ReloaderWebhook,
+		extraArgs: []string{"--log-level=info", "--auto-annotation", "reloader.stakater.com/auto", "--webhook-url", Hidden},
+		values:    map[string]string{"alerts.onReload": "true", "alerts.webhookURL": `"` + Hidden + `"`},
+		without:   []string{"restart.dryRun"},
+		text:      []string{"Reloader's --webhook-url accepted"},
+	}, {
+		set:    fixture.ReloaderCSI,
+		values: map[string]string{"csi.enabled": "true"},
+	}, {
+		set:    fixture.ReloaderMetricsByNamespace,
+		values: map[string]string{"extraEnv": `[{"name":"METRICS_COUNT_BY_NAMESPACE","value":"enabled"}]`},
+	}, {
+		set:    fixture.ReloaderCustomAnnotations,
+		values: map[string]string{"restart.reloadOnCreate": "true", "discovery.annotationKeys": `{"configmap.reloader.stakater.com/reload":"example.com/configmaps","reloader.stakater.com/auto":"example.com/auto","reloader.stakater.com/ignore":"example.com/ignore","reloader.stakater.com/match":"example.com/match","reloader.stakater.com/search":"example.com/search","secret.reloader.stakater.com/reload":"example.com/secrets"}`},
+		text:   []string{"read the same: example.com/auto (Reloader's reloader.stakater.com/auto)"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
-			found := Find([]appsv1.Deployment{*valueSets[tt.set]}, "")
+			found := Find([]appsv1.Deployment{*chartDeployment(t, tt.set)}, "")
 			if len(found) != 1 {
 				t.Fatalf("Find = %d Reloaders, want 1", len(found))
 			}
@@ -115,8 +111,12 @@ func TestCalculate(t *testing.T) {
 			}
 			p := Calculate(Input{Reloader: found[0], Options: o, Workloads: sampleWorkloads,
 				Install: Install{Release: "watcher", Namespace: "watcher", Chart: "deploy/helm/watcher", Image: "watcher:1", RBAC: "deploy/reloader"}})
-			if !slices.Equal(p.Helm.ExtraArgs, nonNil(tt.extraArgs)) {
+			if tt.extraArgs != nil && !slices.Equal(p.Helm.ExtraArgs, tt.extraArgs) {
 				t.Errorf("extraArgs = %q, want %q", p.Helm.ExtraArgs, tt.extraArgs)
+			}
+			args := jsonText(p.Helm.ExtraArgs)
+			if !strings.Contains(p.Helm.Install, quote("extraArgs="+args)) {
+				t.Errorf("install command without extraArgs %s:\n%s", args, p.Helm.Install)
 			}
 			got := map[string]string{}
 			for _, v := range p.Helm.Values {
@@ -133,14 +133,8 @@ func TestCalculate(t *testing.T) {
 				}
 			}
 			if !strings.Contains(p.Helm.Install, "helm install watcher deploy/helm/watcher -n watcher --create-namespace") ||
-				!strings.Contains(p.Helm.Install, "--set restart.dryRun=true") {
-				t.Errorf("install command:\n%s", p.Helm.Install)
-			}
-			if len(tt.extraArgs) > 0 {
-				args, _ := json.Marshal(tt.extraArgs)
-				if !strings.Contains(p.Helm.Install, quote("extraArgs="+string(args))) {
-					t.Errorf("install command without extraArgs %s:\n%s", args, p.Helm.Install)
-				}
+				strings.Contains(p.Helm.Install, "--set restart.dryRun=true") == o.DryRun {
+				t.Errorf("install command (dry-run already: %t):\n%s", o.DryRun, p.Helm.Install)
 			}
 			if tt.topics != nil {
 				var topics []string
@@ -157,8 +151,11 @@ func TestCalculate(t *testing.T) {
 			}
 			for _, s := range tt.text {
 				if !strings.Contains(text.String(), s) {
-					t.Errorf("text lacks %q:\n%s", s, text.String())
+					t.Errorf("text lacks %q", s)
 				}
+			}
+			if strings.Contains(text.String(), "hooks.example") || strings.Contains(p.Helm.Install, "hooks.example") {
+				t.Errorf("the webhook URL is printed")
 			}
 			if t.Failed() {
 				t.Logf("text:\n%s", text.String())
@@ -184,7 +181,7 @@ func TestImageSwap(t *testing.T) {
 		{"ha", manifest, "watcher migrate -n reloader --deployment reloader-reloader -o rbac | kubectl apply -f -", "rbac for reloader reloader-reloader false"},
 	}
 	for _, tt := range tests {
-		r := Find([]appsv1.Deployment{*valueSets[tt.set]}, "")[0]
+		r := Find([]appsv1.Deployment{*chartDeployment(t, tt.set)}, "")[0]
 		o, err := r.Options()
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +205,7 @@ func TestImageSwap(t *testing.T) {
 func TestFind(t *testing.T) {
 	other := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}}}
-	rel := *valueSets["ha"]
+	rel := *chartDeployment(t, fixture.ReloaderHA)
 	deps := []appsv1.Deployment{other, rel}
 	tests := []struct {
 		name string
@@ -240,7 +237,7 @@ func TestFind(t *testing.T) {
 // TestSecretEnv: a variable from a Secret is never read, and the alert URL
 // it holds is read by watcher where it is.
 func TestSecretEnv(t *testing.T) {
-	d := chartDeployment(1, nil,
+	d := chartDeployment(t, fixture.ReloaderDefault,
 		corev1.EnvVar{Name: "ALERT_ON_RELOAD", Value: "true"},
 		corev1.EnvVar{Name: "ALERT_SINK", Value: "slack"},
 		corev1.EnvVar{Name: "ALERT_WEBHOOK_URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

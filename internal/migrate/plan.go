@@ -130,8 +130,7 @@ func helm(in Input) Helm {
 	var b strings.Builder
 	fmt.Fprintf(&b, "helm install %s %s -n %s --create-namespace", inst.Release, inst.Chart, inst.Namespace)
 	if len(r.Args) > 0 {
-		args, _ := json.Marshal(h.ExtraArgs)
-		fmt.Fprintf(&b, " \\\n  --set-json %s", quote("extraArgs="+string(args)))
+		fmt.Fprintf(&b, " \\\n  --set-json %s", quote("extraArgs="+jsonText(h.ExtraArgs)))
 	}
 	for _, v := range h.Values {
 		fmt.Fprintf(&b, " \\\n  --set-json %s", quote(v.Path+"="+v.JSON))
@@ -190,3 +189,12 @@ func count(ws []Workload) *Counts {
 
 // quote quotes s for a POSIX shell.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// jsonText is v as JSON, with no HTML escapes (it is for a shell).
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // plain data
+	return strings.TrimSpace(b.String())
+}

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -123,11 +122,7 @@ func Values(r Reloader, o *options.Options) []Value {
 		if !ok {
 			continue
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			continue // every value above is plain data
-		}
-		out = append(out, Value{Path: cv.path, JSON: string(b), Why: why})
+		out = append(out, Value{Path: cv.path, JSON: jsonText(v), Why: why})
 	}
 	return out
 }

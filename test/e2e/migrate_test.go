@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/cause"
@@ -23,27 +22,16 @@ import (
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
-// reloaderDeployment is the Deployment Reloader's chart (v2.2.16) renders
-// in ns with enableHA and two replicas: the container's args and env as
-// the chart writes them.
-func reloaderDeployment(ns string) *appsv1.Deployment {
-	field := func(name string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}
+// reloaderDeployment is the Deployment Reloader's chart renders with
+// enableHA and two replicas (test/fixture/reloader/ha.yaml), in ns.
+func reloaderDeployment(t *testing.T, ns string) *appsv1.Deployment {
+	t.Helper()
+	r, err := fixture.ReloaderRender(fixture.ReloaderHA)
+	if err != nil {
+		t.Fatal(err)
 	}
-	d := fixture.Deployment(ns, "reloader-reloader", corev1.PodSpec{})
-	d.Spec.Replicas = ptr.To[int32](2)
-	d.Spec.Template.Spec = corev1.PodSpec{ServiceAccountName: "reloader-reloader", Containers: []corev1.Container{{
-		Name: "reloader-reloader", Image: "ghcr.io/stakater/reloader:v1.4.21",
-		Args: []string{"--enable-ha=true"},
-		Env: []corev1.EnvVar{
-			{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
-			field("RELOADER_NAMESPACE"),
-			{Name: "RELOADER_DEPLOYMENT_NAME", Value: "reloader-reloader"},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-			field("POD_NAMESPACE"),
-		},
-		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 9090}},
-	}}}
+	d := r.Deployment
+	d.Namespace, d.ResourceVersion = ns, ""
 	return d
 }
 
@@ -64,13 +52,15 @@ func migrateCLI(t *testing.T, args ...string) string {
 }
 
 // TestMigratePlan: watcher migrate reads a Reloader Deployment as Reloader's
-// chart renders it (HA: two replicas, --enable-ha=true) and the cluster's
+// chart renders it (HA: two replicas, --enable-ha=true and the
+// leader-election flags) and the cluster's
 // workloads, and says what to apply (helm with Reloader's args and the
 // replicas, dry-run first; the image swap with the RBAC in Reloader's
 // namespace) and what differs: the workload that opts in is restarted
 // under both installs, the one that does not only with watcher's own
 // values, the CronJob is a difference of kind. The kubectl plugin prints
-// the same plan as text.
+// the same plan as text, and -o rbac the RBAC of the image swap, which the
+// API server accepts.
 func TestMigratePlan(t *testing.T) {
 	g := NewWithT(t)
 	ns := namespace(t)
@@ -80,7 +70,7 @@ func TestMigratePlan(t *testing.T) {
 	plain := fixture.Deployment(ns, "plain", fixture.EnvFrom("cfg", ""))
 	nightly := fixture.CronJob(ns, "nightly", fixture.EnvFrom("cfg", ""))
 	nightly.Annotations = map[string]string{"configmap.reloader.stakater.com/reload": "cfg"}
-	create(t, reloaderDeployment(ns), web, plain, nightly)
+	create(t, reloaderDeployment(t, ns), web, plain, nightly)
 
 	var plans []migrate.Plan
 	out := migrateCLI(t, "-n", ns, "-o", "json", "--image", "registry.example/watcher:1")
@@ -89,11 +79,12 @@ func TestMigratePlan(t *testing.T) {
 	p := plans[0]
 	g.Expect(p.Reloader.Name).To(Equal("reloader-reloader"))
 	g.Expect(p.Reloader.Replicas).To(Equal(int32(2)))
-	g.Expect(p.Helm.ExtraArgs).To(Equal([]string{"--enable-ha=true"}))
+	g.Expect(p.Helm.ExtraArgs).To(Equal(reloaderDeployment(t, ns).Spec.Template.Spec.Containers[0].Args))
 	g.Expect(p.Helm.Values).To(ContainElements(
 		And(HaveField("Path", "replicas"), HaveField("JSON", "2")),
 		And(HaveField("Path", "discovery.mode"), HaveField("JSON", `"annotated"`))))
-	g.Expect(p.Helm.Install).To(ContainSubstring(`--set-json 'extraArgs=["--enable-ha=true"]'`))
+	g.Expect(p.Helm.Install).To(ContainSubstring(`--set-json 'extraArgs=["--log-level=info","--enable-ha=true",`))
+	g.Expect(p.Helm.Values).To(ContainElement(And(HaveField("Path", "lock.leaseDuration"), HaveField("JSON", `"20s"`))))
 	g.Expect(p.Helm.Install).To(ContainSubstring("--set restart.dryRun=true"))
 	g.Expect(p.ImageSwap.Commands).To(ContainElement(fmt.Sprintf("kubectl -n %s set image deployment/reloader-reloader reloader-reloader=registry.example/watcher:1", ns)))
 	g.Expect(p.Notes).To(ContainElement(ContainSubstring("Reloader's --enable-ha accepted")))
@@ -128,6 +119,16 @@ func TestMigratePlan(t *testing.T) {
 	g.Expect(string(text)).To(ContainSubstring("Reloader " + ns + "/reloader-reloader (container reloader-reloader"))
 	g.Expect(string(text)).To(ContainSubstring("helm install watcher deploy/helm/watcher -n watcher --create-namespace"))
 	g.Expect(string(text)).To(ContainSubstring("! [kinds] CronJobs: Reloader creates a Job"))
+	g.Expect(string(text)).To(ContainSubstring("kubectl watcher migrate -n " + ns + " --deployment reloader-reloader -o rbac | kubectl apply -f -"))
+
+	rbac := migrateCLI(t, "-n", ns, "--deployment", "reloader-reloader", "-o", "rbac")
+	g.Expect(rbac).To(ContainSubstring("namespace: " + ns + "\n"))
+	g.Expect(rbac).NotTo(MatchRegexp(`namespace: reloader\n`))
+	apply := exec.CommandContext(ctx, filepath.Join(kube.BinDir, "kubectl"), "--kubeconfig", kube.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
+	apply.Stdin = bytes.NewReader([]byte(rbac))
+	applied, err := apply.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", applied)
+	g.Expect(string(applied)).To(ContainSubstring("created (server dry run)"))
 }
 
 // TestMigrateCompare: watcher runs in --dry-run beside a "Reloader" (the
