@@ -144,7 +144,11 @@ func helm(in Input) Helm {
 	if len(o.Namespaces) == 1 {
 		ns = " -n " + o.Namespaces[0]
 	}
-	h.Compare = "watcher migrate --compare" + ns + " --since 1h"
+	cmd := inst.Command
+	if cmd == "" {
+		cmd = "watcher migrate"
+	}
+	h.Compare = cmd + " --compare" + ns + " --since 1h"
 	h.Scale = fmt.Sprintf("kubectl -n %s scale deployment/%s --replicas=0", r.Namespace, r.Name)
 	return h
 }
