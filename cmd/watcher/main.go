@@ -5,9 +5,10 @@
 // turns them into a running controller.
 //
 // `watcher graph` and `watcher explain` (package cli) report on a cluster
-// instead, and `watcher key derive` gives an operator the key of one
-// namespace for explain; named kubectl-watcher, the binary is the kubectl
-// plugin that runs them as `kubectl watcher graph` and so on.
+// instead, `watcher key derive` gives an operator the key of one
+// namespace for explain, and `watcher migrate` plans and checks the switch
+// from a running Stakater Reloader; named kubectl-watcher, the binary is
+// the kubectl plugin that runs them as `kubectl watcher graph` and so on.
 package main
 
 import (

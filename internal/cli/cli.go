@@ -1,6 +1,8 @@
 // Package cli holds watcher's commands for people, watcher graph, watcher
-// explain and watcher key derive, also run as a kubectl plugin (kubectl
-// watcher ...) when the binary is named kubectl-watcher. They read any
+// explain, watcher key derive and watcher migrate, also run as a kubectl
+// plugin (kubectl watcher ...) when the binary is named kubectl-watcher.
+// migrate (migrate.go) plans the switch from a running Stakater Reloader
+// with package migrate. They read any
 // cluster through a kubeconfig and kubectl's connection flags (client-go's
 // clientcmd), need no running watcher, and report with package explain: the
 // controller's own resolver (resolve.Standard), rules (plan.NewChain) and
@@ -43,10 +45,13 @@ const (
 	cmdExplain   = "explain"
 	cmdKey       = "key"
 	cmdKeyDerive = "key derive"
+	cmdMigrate   = "migrate"
 )
 
 // IsCommand tells whether arg names one of the commands.
-func IsCommand(arg string) bool { return arg == cmdGraph || arg == cmdExplain || arg == cmdKey }
+func IsCommand(arg string) bool {
+	return arg == cmdGraph || arg == cmdExplain || arg == cmdKey || arg == cmdMigrate
+}
 
 // IsPlugin tells whether the binary was started as a kubectl plugin, from
 // its argv[0].
@@ -71,11 +76,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name, rest = cmdKeyDerive, args[3:]
 	}
 	if name == "" {
-		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %s key derive -n NAMESPACE [--write] [flags]\n\nRun '%s explain --help' for the flags.\n", prog, prog, prog, prog)
+		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %s key derive -n NAMESPACE [--write] [flags]\n  %s migrate [-n NAMESPACE] [--deployment NAME] [--compare [--since 1h]] [-o text|json] [flags]\n\nRun '%s explain --help' or '%s migrate --help' for the flags.\n", prog, prog, prog, prog, prog, prog)
 		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
 			return 0
 		}
 		return 2
+	}
+	if name == cmdMigrate {
+		return runMigrate(ctx, prog, rest, stdout, stderr)
 	}
 	c := newCommand(prog, name, stderr)
 	err := c.flags.Parse(rest)
@@ -275,7 +283,12 @@ func (c *command) installationSettings(ctx context.Context, r *reader, warn io.W
 // settings returns what explain and graph decide with, built from the
 // installation's settings as the controller builds its own.
 func (c *command) settings(policies *policy.Index) (explain.Settings, error) {
-	o := c.installation
+	return explainSettings(c.installation, policies)
+}
+
+// explainSettings returns what explain and graph decide with under the
+// installation's settings o, built as the controller builds its own.
+func explainSettings(o settings.Settings, policies *policy.Index) (explain.Settings, error) {
 	s := explain.Settings{
 		Resolver:        o.Resolver(policies),
 		Policies:        policies,

@@ -63,6 +63,13 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"watcher", "key", "derive", "--help"}, 0, "of no other"},
 		{[]string{"watcher", "explain", "--help"}, 0, "WATCHER_EXPLAIN_KEY"},
 		{[]string{"watcher", "explain", "deploy/web", "--explain-key", "shop:0123:c2VjcmV0LXZhbHVl"}, 2, "not a hash key ID"},
+		{[]string{"kubectl-watcher", "--help"}, 0, "kubectl watcher migrate [-n NAMESPACE] [--deployment NAME]"},
+		{[]string{"kubectl-watcher", "migrate", "--help"}, 0, "       kubectl watcher migrate --compare"},
+		{[]string{"watcher", "migrate", "--help"}, 0, "agree, only\nwatcher or only Reloader"},
+		{[]string{"watcher", "migrate", "-o", "dot"}, 2, `invalid --output "dot": want text or json`},
+		{[]string{"watcher", "migrate", "--compare", "-o", "rbac"}, 2, `invalid --output "rbac"`},
+		{[]string{"watcher", "migrate", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"watcher", "migrate", "--compare", "--since", "0s"}, 2, "--since must be positive"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer

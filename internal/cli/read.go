@@ -43,13 +43,17 @@ type reader struct {
 }
 
 // reader connects to the cluster of the kubeconfig and flags.
-func (c *command) reader() (*reader, error) {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.rules, &c.overrides)
+func (c *command) reader() (*reader, error) { return connect(c.rules, &c.overrides, c.name) }
+
+// connect connects to the cluster of the kubeconfig (rules) and kubectl's
+// flags (overrides) as the command name.
+func connect(rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides, name string) (*reader, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg.UserAgent = "watcher-" + c.name
+	cfg.UserAgent = "watcher-" + name
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
