@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +106,8 @@ func TestMigrationCommand(t *testing.T) {
 		g := NewWithT(t)
 		m := installMigration(t, "mig-csi", `extraArgs=["--enable-csi-integration"]`)
 		g.Expect(rules(g, m.objs, "ClusterRole")).To(ContainElement("secrets-store.csi.x-k8s.io/secretproviderclasspodstatuses: get,list,watch"))
-		g.Expect(canI(t, m.ns, m.fullname, []string{"watch", "secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io", "--all-namespaces"})).To(BeTrue())
+		g.Expect(allowed(t, m.ns, m.fullname, authorizationv1.ResourceAttributes{Verb: "watch", Group: "secrets-store.csi.x-k8s.io", Resource: "secretproviderclasspodstatuses"})).
+			To(BeTrue(), "the ServiceAccount may watch the CSI driver's pod statuses in every namespace")
 		w := m.start(t)
 		g.Expect(m.settings(t)).To(HaveKeyWithValue("csi", true), "the published settings say CSI is on")
 		noForbidden(t, w)
@@ -233,6 +235,21 @@ func systemNamespace(t *testing.T, name string) string {
 		}
 	})
 	return name
+}
+
+// allowed asks the API server (a SubjectAccessReview) whether the
+// ServiceAccount ns/sa may do what attrs say.
+func allowed(t *testing.T, ns, sa string, attrs authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + ns + ":" + sa,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: &attrs,
+	}}
+	if err := k8s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Status.Allowed
 }
 
 // wouldRestart counts the Events WouldRestart of the Deployment d.
