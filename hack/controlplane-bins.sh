@@ -20,19 +20,34 @@ cache_lock "$dir"
 
 step() { printf 'controlplane: %s\n' "$*" >&2; }
 
-build() { # build <binary> <tools module folder> <package>
-	local bin=$1 mod=$2 pkg=$3
-	[ -x "$dir/$bin" ] && return 0
+# The Kubernetes binaries report $K8S_VERSION, as a release does (a build
+# from source without these says v0.0.0-master, which helm refuses for a
+# chart with a kubeVersion).
+minor=${K8S_VERSION#v1.}
+minor=${minor%%.*}
+kver="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
+kver="$kver -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+
+build() { # build <binary> <tools module folder> <package> [ldflags]
+	local bin=$1 mod=$2 pkg=$3 ldflags=${4:-}
+	[ -x "$dir/$bin" ] && ! unstamped "$bin" && return 0
 	step "building $bin (first time only; a cold build takes a few minutes)"
-	(cd "$root/hack/tools/$mod" && go build -trimpath -o "$dir/$bin.tmp" "$pkg")
+	(cd "$root/hack/tools/$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$bin.tmp" "$pkg")
 	mv "$dir/$bin.tmp" "$dir/$bin"
 }
 
+# unstamped tells an API server built before its version was stamped: it
+# is built again (a link: its packages are in Go's cache), and replaced at
+# once, so that a control plane starting meanwhile finds one or the other.
+unstamped() {
+	[ "$1" = kube-apiserver ] && [ "$("$dir/$1" --version)" != "Kubernetes $K8S_VERSION" ]
+}
+
 build etcd etcd go.etcd.io/etcd/server/v3
-build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
-build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler
-build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl
+build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$kver"
+build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "$kver"
+build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$kver"
+build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "$kver"
 
 if [ ! -x "$dir/kwok" ]; then
 	step "building kwok"

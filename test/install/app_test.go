@@ -27,10 +27,19 @@ type app struct {
 // the Deployment's rollouts until the test ends.
 func newApp(t *testing.T, ns string) *app {
 	t.Helper()
+	return newNamedApp(t, ns, "cfg", "web", nil)
+}
+
+// newNamedApp creates the ConfigMap cm and the Deployment dep, with the
+// annotations given, in ns and tracks the Deployment's rollouts until the
+// test ends.
+func newNamedApp(t *testing.T, ns, cm, dep string, annotations map[string]string) *app {
+	t.Helper()
 	a := &app{
-		cm:  fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"}),
-		dep: fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", "")),
+		cm:  fixture.ConfigMap(ns, cm, map[string]string{"a": "1"}),
+		dep: fixture.Deployment(ns, dep, fixture.EnvFrom(cm, "")),
 	}
+	a.dep.Annotations = annotations
 	if err := k8s.Create(ctx, a.cm); err != nil {
 		t.Fatal(err)
 	}

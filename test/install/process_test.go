@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,10 +44,13 @@ type proc struct {
 	done       chan struct{}
 }
 
-// startWatcher runs bin (the watcher binary) with the environment of the
-// release's Deployment d, as its pod in namespace ns would get it, and the
-// kubeconfig given; /metrics and the probes listen on free local ports. It
-// waits until /readyz answers and stops the process when the test ends.
+// startWatcher runs bin (the watcher binary) with the arguments and the
+// environment of the release's Deployment d, as its pod in namespace ns
+// would get them, and the kubeconfig given; /metrics and the probes listen
+// on free local ports (HEALTH_ADDR and METRICS_ADDR, and any
+// --health-addr or --metrics-addr of the arguments, moved there: the
+// host is shared). It waits until /readyz answers and stops the process
+// when the test ends.
 func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig string, cred *syscall.Credential) *proc {
 	t.Helper()
 	p := &proc{Logs: &logs{}, HealthAddr: freeAddr(t), done: make(chan struct{})}
@@ -60,7 +64,11 @@ func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig str
 		metricsAddr = freeAddr(t)
 	}
 	env = append(env, "HEALTH_ADDR="+p.HealthAddr, "METRICS_ADDR="+metricsAddr)
-	p.cmd = exec.Command(bin)
+	if len(c.Command) > 0 {
+		t.Fatalf("container %s has a command %v: the image's entrypoint is watcher", c.Name, c.Command)
+	}
+	args := withAddr(withAddr(c.Args, "--health-addr", p.HealthAddr), "--metrics-addr", metricsAddr)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
@@ -76,6 +84,21 @@ func startWatcher(t *testing.T, bin string, d *appsv1.Deployment, kubeconfig str
 	})
 	p.waitReady(t)
 	return p
+}
+
+// withAddr returns args with the value of flag (--flag=value or --flag
+// value) replaced by addr, if the flag is there.
+func withAddr(args []string, flag, addr string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch {
+		case a == flag && i+1 < len(out):
+			out[i+1] = addr
+		case strings.HasPrefix(a, flag+"="):
+			out[i] = flag + "=" + addr
+		}
+	}
+	return out
 }
 
 // envValue resolves an env var of container c of the pod: a value, the

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -130,8 +129,11 @@ func TestRBAC(t *testing.T) {
 				namespace(t, "alerts-n", nil)
 			}
 			args := append([]string{"install", tc.release, chart, "-n", ns, "--wait", "--timeout=60s"}, tc.args...)
-			mustHelm(t, args...)
+			notes := mustHelm(t, args...)
 			t.Cleanup(func() { _, _ = helm(t, "uninstall", tc.release, "-n", ns, "--wait") })
+			g.Expect(notes).To(And(ContainSubstring("is not published"), ContainSubstring("make image"), ContainSubstring("--set image.repository=")),
+				"the notes say that the default image must be built and pushed")
+			g.Expect(notes).NotTo(ContainSubstring("does not serve ValidatingAdmissionPolicy"))
 			d := deployment(t, decode(t, []byte(mustHelm(t, "get", "manifest", tc.release, "-n", ns))))
 			g.Expect(readyPods(t, ns)).To(Equal(1), "the release's pod runs (kwok) in a restricted namespace")
 
@@ -150,8 +152,11 @@ func TestRBAC(t *testing.T) {
 
 			// What RBAC cannot narrow, the admission policy does: the
 			// only Secret watcher may create is its hash key, the only
-			// Jobs those of the CronJob trigger. (Checked before watcher
-			// runs, so that the trigger's Job below meets the policy.)
+			// Jobs those shaped as the CronJob trigger's and as a Job
+			// re-created. (Checked before watcher runs, so that the
+			// trigger's Job below meets the policy.)
+			g.Expect(find(decode(t, []byte(mustHelm(t, "get", "manifest", tc.release, "-n", ns))), "ValidatingAdmissionPolicy", tc.release+"-watcher-creates")).
+				To(HaveLen(1), "the API server serves ValidatingAdmissionPolicy: helm installs the policy")
 			refused(t, ns, tc.release+"-watcher", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}},
 				"watcher may create only its hash key Secret")
 			// Under the hash key's name, a token Secret of another
@@ -162,7 +167,8 @@ func TestRBAC(t *testing.T) {
 			if triggered(tc.args) > 0 {
 				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: tc.apps, Name: "not-from-a-cronjob"},
 					Spec: fixture.CronJob(tc.apps, "x", fixture.EnvFrom("cfg", "")).Spec.JobTemplate.Spec}
-				refused(t, ns, tc.release+"-watcher", job, "watcher may create only Jobs controlled by a CronJob")
+				refused(t, ns, tc.release+"-watcher", job, jobsRefused)
+				jobShapes(t, ns, tc.release+"-watcher", tc.apps)
 			}
 
 			a := newApp(t, tc.apps)
@@ -208,24 +214,6 @@ func TestRBAC(t *testing.T) {
 			}
 		})
 	}
-}
-
-// refused creates obj (a dry run) as the ServiceAccount ns/sa and expects
-// the admission policy's refusal saying want (it may take a moment to be
-// in force after the install).
-func refused(t *testing.T, ns, sa string, obj client.Object, want string) {
-	t.Helper()
-	cfg := rest.CopyConfig(kube.RESTConfig())
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	NewWithT(t).Eventually(func() error {
-		return c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
-	}, wait, 200*time.Millisecond).Should(MatchError(And(ContainSubstring("ValidatingAdmissionPolicy"), ContainSubstring(want))),
-		"%T %s/%s created by %s", obj, obj.GetNamespace(), obj.GetName(), sa)
 }
 
 // TestUserRoles: the chart's aggregated ClusterRoles are picked by the

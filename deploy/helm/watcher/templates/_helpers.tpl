@@ -73,6 +73,14 @@ namespace: {{ index $parts 0 }}
 name: {{ index $parts 1 }}
 {{- end }}
 
+{{/* "true" where the API server serves ValidatingAdmissionPolicy at
+admissionregistration.k8s.io/v1 (Kubernetes 1.30 and later). helm install
+and upgrade ask the API server; helm template knows only what
+--api-versions tells it (admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy). */}}
+{{- define "watcher.admissionPoliciesServed" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
 {{/* The ServiceAccount's user name, as the API server knows it. */}}
 {{- define "watcher.serviceAccountUser" -}}
 {{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "watcher.serviceAccountName" .) }}
@@ -111,10 +119,11 @@ include "watcher.env" (list "NAME" value) */}}
 {{/* The rules watcher needs wherever workloads are watched: read
 ConfigMaps, Secrets and workloads, patch workloads (the restart), write
 Events; read, patch (the record), delete and create Jobs (a Job's restart
-re-creates it) unless discovery.ignoreWorkloadKinds has Job, else create
-Jobs with the CronJob trigger (get and delete the running ones of a
-concurrencyPolicy: Replace CronJob); Argo Rollouts, ReloadPolicies and the
-CSI driver's pod statuses (with get on pods and ReplicaSets) if enabled.
+re-creates it) while Jobs are watched, else create Jobs with the CronJob
+trigger (get and delete the running ones of a concurrencyPolicy: Replace
+CronJob); Argo Rollouts, ReloadPolicies and the CSI driver's pod statuses
+(with get on pods and ReplicaSets) if enabled. Whether Jobs are watched,
+the trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
 Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
 created. */}}
 {{- define "watcher.workloadRules" -}}
@@ -127,16 +136,16 @@ created. */}}
 - apiGroups: [batch]
   resources: [cronjobs]
   verbs: [get, list, watch, patch]
-{{- if not (has "Job" .Values.discovery.ignoreWorkloadKinds) }}
+{{- if include "watcher.jobsWatched" . }}
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [get, list, watch, patch, create, delete]
-{{- else if .Values.restart.cronjobTrigger }}
+{{- else if include "watcher.cronjobTrigger" . }}
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [create, get, delete]
 {{- end }}
-{{- if or .Values.rbac.podEviction (eq .Values.restart.strategy "evict") }}
+{{- if include "watcher.podEviction" . }}
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
@@ -157,7 +166,7 @@ created. */}}
   resources: [sealedsecrets]
   verbs: [get, list, watch]
 {{- end }}
-{{- if .Values.csi.enabled }}
+{{- if include "watcher.csi" . }}
 - apiGroups: [secrets-store.csi.x-k8s.io]
   resources: [secretproviderclasspodstatuses]
   verbs: [get, list, watch]
@@ -181,7 +190,7 @@ created. */}}
 {{- end }}
 {{- end }}
 
-{{/* With discovery.namespaceSelector (only then), list and watch
+{{/* With a namespace selector (only then), list and watch
 namespaces, for their labels (the selector is applied by the API server). */}}
 {{- define "watcher.namespaceRules" -}}
 - apiGroups: [""]
