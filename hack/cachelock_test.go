@@ -19,13 +19,15 @@ set -eu
 echo "$*" >>"$STUB_LOG"
 case "$1" in
 build)
-	out=
+	out= ver=
 	while [ $# -gt 0 ]; do
 		if [ "$1" = -o ]; then out=$2; fi
+		case "$1" in *gitVersion=*) ver=${1#*gitVersion=}; ver=${ver%% *} ;; esac
 		shift
 	done
 	sleep 0.3
-	printf '#!/bin/sh\n' >"$out"
+	# A Kubernetes binary says the version stamped in its ldflags.
+	printf '#!/bin/sh\necho "Kubernetes %s"\n' "$ver" >"$out"
 	chmod +x "$out"
 	;;
 install)

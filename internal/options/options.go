@@ -374,5 +374,6 @@ func (o *Options) Settings() settings.Settings {
 		ReloadOnDelete:            o.ReloadOnDelete,
 		HashKeySecret:             o.HashKeySecret,
 		AnnotationKeys:            o.AnnotationKeys,
+		CSI:                       o.CSI,
 	}
 }

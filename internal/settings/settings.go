@@ -62,6 +62,9 @@ type Settings struct {
 	HashKeySecret string `json:"hashKeySecret"`
 	// AnnotationKeys renames the opting-in annotations (optin.Keys).
 	AnnotationKeys optin.Keys `json:"annotationKeys,omitempty"`
+	// CSI tells whether the Secrets Store CSI Driver's rotations restart
+	// workloads (--csi, Reloader's --enable-csi-integration).
+	CSI bool `json:"csi"`
 }
 
 // Resolver returns the Resolver of the installation: every source watcher
