@@ -32,7 +32,7 @@ func ServerTime(obj client.Object, stateKey string) (time.Time, bool) {
 	owned := []byte(`"f:` + stateKey + `"`)
 	for _, f := range obj.GetManagedFields() {
 		if f.Manager != FieldManager || f.Operation != metav1.ManagedFieldsOperationUpdate || f.Subresource != "" ||
-			f.Time == nil || f.FieldsV1 == nil || !bytes.Contains(f.FieldsV1.Raw, owned) {
+			f.Time == nil || f.FieldsV1 == nil || !bytes.Contains(f.FieldsV1.GetRawBytes(), owned) {
 			continue
 		}
 		return f.Time.Time, true

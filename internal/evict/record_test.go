@@ -34,7 +34,7 @@ func TestServerTime(t *testing.T) {
 			}
 			s += `"f:` + k + `":{}`
 		}
-		return &metav1.FieldsV1{Raw: []byte(s + `}}}`)}
+		return metav1.NewFieldsV1(s + `}}}`)
 	}
 	entry := func(manager string, at metav1.Time, f *metav1.FieldsV1) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsType: "FieldsV1", FieldsV1: f}

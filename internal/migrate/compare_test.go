@@ -24,8 +24,8 @@ func TestMarksAndCompare(t *testing.T) {
 	annotated.Spec.Template.Annotations = map[string]string{LastReloadedFrom: `{"type":"CONFIGMAP","name":"cfg","namespace":"shop","hash":"abc","containerRefs":["app"],"observedAt":` +
 		jsonInt(now.Add(-5*time.Minute).Unix()) + `}`}
 	envs := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "envs", ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl", Time: &old, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}},
-		{Manager: "Reloader", Time: &recent, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"STAKATER_CFG_CONFIGMAP\"}":{}}}}}}}}`)}},
+		{Manager: "kubectl", Time: &old, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)},
+		{Manager: "Reloader", Time: &recent, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"STAKATER_CFG_CONFIGMAP\"}":{}}}}}}}}`)},
 	}}}
 	envs.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "STAKATER_CFG_CONFIGMAP", Value: "abc"}, {Name: "STAKATER_X"}}}}
 	stale := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "stale"}}

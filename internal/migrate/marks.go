@@ -105,7 +105,7 @@ func kindOf(t string) string {
 func managed(obj client.Object, name string) time.Time {
 	var t time.Time
 	for _, e := range obj.GetManagedFields() {
-		if e.FieldsV1 == nil || e.Time == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(name)) {
+		if e.FieldsV1 == nil || e.Time == nil || !bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(name)) {
 			continue
 		}
 		if e.Time.After(t) {
