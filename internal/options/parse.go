@@ -148,7 +148,8 @@ func Usage(w io.Writer, fs *pflag.FlagSet) {
 		"behind restart guards (debounce, budget, flap hold, rollout waves) and\n"+
 		"ReloadPolicies; it reads Stakater Reloader's annotations too.\n\n"+
 		"Commands: watcher explain, watcher graph (what watcher would do and why,\n"+
-		"with the settings the running controller publishes), watcher key derive.\n"+
+		"with the settings the running controller publishes), watcher key derive,\n"+
+		"watcher migrate (what switching from a running Reloader Deployment changes).\n"+
 		"Run `watcher explain --help` for theirs.\n\n"+
 		"Every flag can also be set through the environment variable shown;\n"+
 		"the command line wins over the environment.\n\nFlags:\n")
