@@ -132,8 +132,11 @@ func (r *Recreator) Begin(ctx context.Context, old, job *batchv1.Job, state []by
 	err = r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		// Not deleted by watcher: nothing to create.
-		r.drop(context.WithoutCancel(ctx), cm)
+		// Not deleted by watcher: nothing to create, and nothing in
+		// progress once the record is gone (the caller decides again).
+		if r.drop(context.WithoutCancel(ctx), cm) == nil {
+			r.forget(key)
+		}
 		return Pending, nil, fmt.Errorf("delete job %s: %w", key, err)
 	}
 	if err != nil {

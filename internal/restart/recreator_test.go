@@ -354,6 +354,11 @@ func TestRecreatorChangedJob(t *testing.T) {
 	if j := jobNow(t, a); j == nil || j.UID != "uid-old" || j.DeletionTimestamp != nil || records(t, a) != 0 {
 		t.Errorf("the Job: %+v; %d records", j, records(t, a))
 	}
+	// Nothing is in progress: the next decision restarts the Job again
+	// (a Job whose status changed between the read and the delete).
+	if key := (types.NamespacedName{Namespace: stale.Namespace, Name: stale.Name}); r.Known(key) {
+		t.Errorf("Known(%s) after a refused delete, want false", key)
+	}
 
 	// A record left by a process that stopped after the delete; someone
 	// else created a Job of that name meanwhile.

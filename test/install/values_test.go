@@ -21,8 +21,10 @@ var update = flag.Bool("update", false, "rewrite the values table of the chart's
 
 // notValues are the settings of watcher --help the chart sets otherwise:
 // the kubeconfig (in a pod: the in-cluster config), its own namespace (the
-// pod's, from the downward API) and a former name of RELOAD_ON_CREATE.
-var notValues = map[string]bool{"KUBECONFIG": true, "LOCAL_CONFIG": true, "POD_NAMESPACE": true, "RESTART_ON_CREATE": true}
+// pod's, from the downward API), a former name of RELOAD_ON_CREATE, and
+// Reloader's port, served only in Reloader's own Deployment (the chart's
+// /metrics carries Reloader's metrics too).
+var notValues = map[string]bool{"KUBECONFIG": true, "LOCAL_CONFIG": true, "POD_NAMESPACE": true, "RESTART_ON_CREATE": true, "RELOADER_ADDR": true}
 
 // chartDefaults are the settings whose chart default differs from
 // watcher's on purpose.

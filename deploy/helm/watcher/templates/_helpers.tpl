@@ -277,6 +277,7 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "LOG_LEVEL" .Values.logging.level) }}
 {{- include "watcher.env" (list "PRINT_TIME" .Values.logging.printTime) }}
 {{- include "watcher.env" (list "METRICS_ADDR" (printf ":%v" .Values.metrics.port)) }}
+{{- include "watcher.env" (list "METRICS_BY_NAMESPACE" .Values.metrics.byNamespace) }}
 {{- include "watcher.env" (list "HEALTH_ADDR" (printf ":%v" .Values.health.port)) }}
 {{- include "watcher.env" (list "PPROF_ADDR" .Values.pprofAddr) }}
 {{- /* Go's soft memory limit from the container's: the collector works
