@@ -65,12 +65,15 @@ func TestReloaderManifests(t *testing.T) {
 		objs = append(objs, d)
 		trs = append(trs, track(t, d))
 	}
-	// Jobs: one named by its pod template's reload list is re-created
-	// once, as Reloader does; one with no annotation is left alone.
+	// Jobs: one named by its reload list is re-created once, as Reloader
+	// does; one with no annotation is left alone. The list is on the
+	// Job's own metadata: kwok finishes the Job's pod at once, and a
+	// finished Job that opted in only through its pod template (as a
+	// CronJob's runs inherit it) is not run again.
 	jobSpec := uses("cm-a")
 	jobSpec.RestartPolicy = corev1.RestartPolicyNever
 	namedJob := &batchv1.Job{ObjectMeta: fixture.Meta(ns, "named-job"), Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: jobSpec}}}
-	namedJob.Spec.Template.Annotations = map[string]string{optin.ConfigMapReload: "cm-b"}
+	namedJob.Annotations = map[string]string{optin.ConfigMapReload: "cm-b"}
 	plainJob := &batchv1.Job{ObjectMeta: fixture.Meta(ns, "plain-job"), Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *jobSpec.DeepCopy()}}}
 	create(t, namedJob, plainJob)
 	namedUID, plainUID := get(t, namedJob).UID, get(t, plainJob).UID
