@@ -8,8 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // Event is one Event on a workload, as read by package cli.
@@ -84,7 +89,10 @@ func Compare(in CompareInput) Comparison {
 		return by[k]
 	}
 	for _, e := range in.Events {
-		if e.Time.Before(in.Since) {
+		// Anyone who may write Events in a namespace may write these: only
+		// those about a workload by a valid name count, and their text is
+		// quoted and cut when shown.
+		if _, ok := workload.ByName(e.Kind); !ok || len(validation.IsDNS1123Subdomain(e.Name)) > 0 || e.Time.Before(in.Since) {
 			continue
 		}
 		times := ""
@@ -94,10 +102,10 @@ func Compare(in CompareInput) Comparison {
 		switch e.Reason {
 		case cause.ReasonWouldRestart:
 			b := at(e.Kind, e.Namespace, e.Name)
-			b.watcher = append(b.watcher, e.Time.UTC().Format(time.RFC3339)+" "+e.Note+times)
+			b.watcher = append(b.watcher, e.Time.UTC().Format(time.RFC3339)+" "+shown(e.Note)+times)
 		case ReasonReloaded:
 			b := at(e.Kind, e.Namespace, e.Name)
-			b.reloader = append(b.reloader, e.Time.UTC().Format(time.RFC3339)+" Event "+e.Reason+": "+e.Note+times)
+			b.reloader = append(b.reloader, e.Time.UTC().Format(time.RFC3339)+" Event "+e.Reason+": "+shown(e.Note)+times)
 		}
 	}
 	for _, w := range in.Workloads {
@@ -106,7 +114,7 @@ func Compare(in CompareInput) Comparison {
 				continue
 			}
 			b := at(w.Kind, w.Namespace, w.Name)
-			b.reloader = append(b.reloader, strings.TrimSpace(m.Time.UTC().Format(time.RFC3339)+" "+m.Via+" "+m.Object))
+			b.reloader = append(b.reloader, strings.TrimSpace(m.Time.UTC().Format(time.RFC3339)+" "+m.Via+" "+shown(m.Object)))
 		}
 	}
 	out := Comparison{Since: in.Since.UTC(), Outcomes: []Outcome{}, Counts: map[string]int{Agree: 0, OnlyWatcher: 0, OnlyReloader: 0}}
@@ -158,4 +166,23 @@ func (c Comparison) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// maxShown is the most of a text written in a tenant's namespace (an
+// Event's note, the object Reloader's mark names) that --compare shows.
+const maxShown = 200
+
+// shown makes such a text inert: cut to maxShown bytes (marked) and every
+// unprintable rune (a terminal escape, a new line) replaced by '?'.
+func shown(s string) string {
+	cut := note.Cut(s, maxShown)
+	if len(cut) < len(s) {
+		cut += "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, cut)
 }

@@ -80,3 +80,25 @@ func TestMarksAndCompare(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestCompareUntrustedEvents: an Event anyone in a namespace may write is
+// counted only about a workload kind and a valid name, and its note is
+// shown quoted and cut, never as written (no terminal escapes).
+func TestCompareUntrustedEvents(t *testing.T) {
+	now := time.Now()
+	c := Compare(CompareInput{Since: now.Add(-time.Hour), Events: []Event{
+		{Kind: "Deployment", Namespace: "shop", Name: "web\x1b[2J", Reason: ReasonReloaded, Time: now},
+		{Kind: "Secret", Namespace: "shop", Name: "web", Reason: ReasonReloaded, Time: now},
+		{Kind: "Deployment", Namespace: "shop", Name: "web", Reason: ReasonReloaded, Note: "\x1b[31m" + strings.Repeat("x", 1000), Time: now},
+	}})
+	if len(c.Outcomes) != 1 || c.Outcomes[0].Name != "web" || c.Outcomes[0].Kind != "Deployment" {
+		t.Fatalf("outcomes %+v, want only Deployment web", c.Outcomes)
+	}
+	var text bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if s := text.String(); strings.Contains(s, "\x1b") || strings.Contains(s, strings.Repeat("x", maxShown+1)) {
+		t.Errorf("text shows the note as written:\n%q", s)
+	}
+}
