@@ -117,7 +117,7 @@ bench: build controlplane ## measure reaction latency, memory, CPU and API reque
 	$(GO) run ./hack/bench --watcher bin/watcher --policies 2000
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy annotation
-	$(GO) run ./hack/bench --watcher bin/watcher --blocked 1000 --after 10m --restarted-after 10m --window 1m
+	$(GO) run ./hack/bench --watcher bin/watcher --blocked 1000 --after 11m --restarted-after 10m --window 1m
 
 clean: ## remove bin/
 	rm -rf bin
