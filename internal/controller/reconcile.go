@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -59,7 +60,7 @@ type Reconciler struct {
 	// guards hold restarts that would be a storm (see package hold).
 	guards *hold.Guards
 	// pending keeps the locks of changes whose users are held.
-	pending *pendingLocks
+	pending *lock.Pending
 	// cronJobs runs restarted CronJobs at once; nil when the trigger is
 	// off.
 	cronJobs *trigger.Trigger

@@ -185,7 +185,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
 	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
-	r.pending = newPendingLocks(cfg.Locker)
+	r.pending = lock.NewPending(cfg.Locker)
 	r.kinds = newChangeKinds()
 	if len(st.Informers(workload.Job.Name())) > 0 {
 		r.recreations = newRecreator(r, cfg)
