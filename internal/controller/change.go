@@ -39,7 +39,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 		// No lock taken, no user decided (namespaces.go). A lock kept
 		// while the namespace was selected is released as done (take,
 		// with an id no version has).
-		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
+		r.changedBy.Forget(req.Ref)
 		_, _, _ = r.pending.Take(req.Ref, "")
 		log.V(1).Info("Changed in a namespace not selected; nothing to do")
 		return reconcile.Result{}, nil
@@ -107,7 +107,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 	// may handle it again, and finds its users up to date (processing is
 	// level-triggered and idempotent).
 	if err == nil {
-		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
+		r.changedBy.Forget(req.Ref)
 	}
 	if rerr := held.Release(context.WithoutCancel(ctx), err == nil && obj != nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()

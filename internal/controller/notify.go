@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -30,6 +31,21 @@ func (r *Reconciler) sealedOwner(namespace string, ref refs.Ref) string {
 		return ""
 	}
 	return sealed.Owner(obj)
+}
+
+// writers returns who changed the object ref of namespace: those recorded
+// since its change was last handled or, if none were (a change made while
+// watcher was down, found at start-up), the last writers of its content.
+func (r *Reconciler) writers(namespace string, ref refs.Ref) []string {
+	if m := r.changedBy.Managers(ref.Object(namespace)); m != nil {
+		return m
+	}
+	obj, err := r.Store.Get(string(ref.Kind), namespace, ref.Name)
+	if err != nil || obj == nil {
+		return nil
+	}
+	ws := attribution.Of(obj)
+	return attribution.Changed(ws, ws) // none moved: the newest writers
 }
 
 // cause says the restart of key for changes: each with the SealedSecret

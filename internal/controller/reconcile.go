@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -48,7 +49,7 @@ type Reconciler struct {
 	// rules say which references count (plan.Input.Rules).
 	rules plan.Chain
 	// changedBy says who made the changes not handled yet.
-	changedBy *changedBy
+	changedBy *attribution.ChangedBy
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
 	dry *dryRun

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -163,7 +164,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		resolve:  cfg.Resolver,
 		rules:    cfg.Settings.Rules(),
 	}
-	r.changedBy = newChangedBy()
+	r.changedBy = attribution.NewChangedBy()
 	if cfg.CronJobTrigger {
 		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	}
