@@ -2,22 +2,14 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watcher-dev/watcher/internal/served"
-	"github.com/watcher-dev/watcher/internal/store"
-	"github.com/watcher-dev/watcher/internal/workload"
 )
 
 // optionalAPI is something watched only while the API server serves its
@@ -126,66 +118,4 @@ func (o *optionalKinds) apply(ctx context.Context, a optionalAPI, ans served.Ans
 		o.log.Info("Kind no longer served; stopped watching it", "kind", a.Name(), "apiVersion", a.APIVersion())
 	}
 	return 0
-}
-
-// optionalWorkload is an optional workload kind, kept in the store; its
-// informers become sources of the controller.
-type optionalWorkload struct {
-	kind  workload.Kind
-	store *store.Store
-	watch func(source.TypedSource[Request]) error
-	// gone is told when the kind is no longer served.
-	gone func(kind string)
-}
-
-func (w *optionalWorkload) Name() string       { return w.kind.Name() }
-func (w *optionalWorkload) APIVersion() string { return w.kind.APIVersion() }
-func (w *optionalWorkload) Resource() string   { return w.kind.Resource }
-func (w *optionalWorkload) Enabled() bool      { return w.store.Enabled(w.kind) }
-
-// Disable stops the kind's informers and forgets what the guards kept of
-// its workloads (their rollouts, failures and waits).
-func (w *optionalWorkload) Disable() {
-	w.store.Disable(w.kind)
-	if w.gone != nil {
-		w.gone(w.kind.Name())
-	}
-}
-
-// Enable starts the kind's informers in the store and makes each a source
-// of the controller.
-func (w *optionalWorkload) Enable(ctx context.Context) error {
-	infs, err := w.store.Enable(ctx, w.kind)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, inf := range infs {
-		errs = append(errs, w.watch(&optionalSource{inf: inf, TypedInformer: source.TypedInformer[client.Object, Request]{
-			Informer: inf, Handler: workloadHandler(w.kind.Name()), Predicates: []predicate.TypedPredicate[client.Object]{workloadChanged()},
-		}}))
-	}
-	return errors.Join(errs...)
-}
-
-// optionalSource is the source of an optional kind's informer. Unlike
-// syncingInformer, the controller does not wait for it to sync (the kind's
-// API may go away first; each workload is reconciled as the informer adds
-// it), and a stopped informer (its kind disabled before the controller
-// started, on a standby) starts as a source that never fires rather than
-// failing the controller.
-type optionalSource struct {
-	source.TypedInformer[client.Object, Request]
-	inf toolscache.SharedIndexInformer
-}
-
-// Start implements source.TypedSource.
-func (s *optionalSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
-	if s.inf.IsStopped() {
-		return nil
-	}
-	if err := s.TypedInformer.Start(ctx, q); err != nil && !s.inf.IsStopped() {
-		return err
-	}
-	return nil
 }

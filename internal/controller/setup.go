@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -218,7 +217,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		})
 	for _, kind := range workload.Kinds {
 		for _, inf := range st.Informers(kind.Name()) {
-			b = b.WatchesRawSource(syncing(inf, r.touching(kind.Name(), workloadHandler(kind.Name())), workloadChanged()))
+			b = b.WatchesRawSource(store.Syncing(inf, r.touching(kind.Name(), workloadHandler(kind.Name())), workloadChanged()))
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
@@ -228,13 +227,13 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		h.guards = r.guards
 		h.changedBy = r.changedBy
 		for _, inf := range st.Informers(string(rk)) {
-			b = b.WatchesRawSource(syncing(inf, h.funcs()))
+			b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 		}
 	}
 	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
 		r.selection = newSelection()
 		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
-		b = b.WatchesRawSource(syncing(inf, h.funcs()))
+		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
@@ -285,7 +284,8 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	var apis []optionalAPI
 	for _, k := range workload.Kinds {
 		if k.Optional && !slices.Contains(cfg.Settings.IgnoreWorkloadKinds, k.Name()) {
-			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch, gone: r.guards.GoneKind})
+			apis = append(apis, &store.OptionalWorkload[Request]{Kind: k, Store: st, Watch: c.Watch, Gone: r.guards.GoneKind,
+				Handler: workloadHandler(k.Name()), Predicates: []predicate.TypedPredicate[client.Object]{workloadChanged()}})
 		}
 	}
 	if so := cfg.SealedSecrets; so != nil {
@@ -309,31 +309,6 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 func workloadChanged() predicate.TypedPredicate[client.Object] {
 	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 }
-
-// syncingInformer is a source on a store informer that the controller waits
-// for before it starts its workers, like the sources of controller-runtime's
-// own cache: a change is never processed against a half-filled index.
-type syncingInformer struct {
-	source.TypedInformer[client.Object, Request]
-	inf toolscache.SharedIndexInformer
-}
-
-func syncing(inf toolscache.SharedIndexInformer, h handler.TypedEventHandler[client.Object, Request], p ...predicate.TypedPredicate[client.Object]) *syncingInformer {
-	return &syncingInformer{
-		TypedInformer: source.TypedInformer[client.Object, Request]{Informer: inf, Handler: h, Predicates: p},
-		inf:           inf,
-	}
-}
-
-// WaitForSync implements source.TypedSyncingSource.
-func (s *syncingInformer) WaitForSync(ctx context.Context) error {
-	if !toolscache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
-		return fmt.Errorf("informer did not sync: %w", ctx.Err())
-	}
-	return nil
-}
-
-var _ source.TypedSyncingSource[Request] = (*syncingInformer)(nil)
 
 // workloadHandler enqueues a workload when it is created (adoption, and the
 // start-up check of changes made while watcher was down) and when its
