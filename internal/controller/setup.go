@@ -180,7 +180,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
 		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), r.signer())
 	}
-	var kinds *optionalKinds // set below, before the manager starts
+	var kinds *served.Kinds // set below, before the manager starts
 	if cfg.Guards.Known == nil {
 		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
 	}
@@ -281,7 +281,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 			return fmt.Errorf("add served: %w", err)
 		}
 	}
-	var apis []optionalAPI
+	var apis []served.Optional
 	for _, k := range workload.Kinds {
 		if k.Optional && !slices.Contains(cfg.Settings.IgnoreWorkloadKinds, k.Name()) {
 			apis = append(apis, &store.OptionalWorkload[Request]{Kind: k, Store: st, Watch: c.Watch, Gone: r.guards.GoneKind,
@@ -297,7 +297,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if mounts != nil {
 		apis = append(apis, mounts)
 	}
-	kinds = &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
+	kinds = served.NewKinds(apis, cfg.Served, mgr.GetLogger().WithName("kinds"))
 	if err := mgr.AddReadyzCheck("optional-apis", kinds.Checked); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
 	}

@@ -1,4 +1,4 @@
-package controller
+package served
 
 import (
 	"context"
@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/watcher-dev/watcher/internal/served"
 )
 
-// optionalAPI is something watched only while the API server serves its
+// Optional is something watched only while the API server serves its
 // resource: an optional workload kind (Argo's Rollout) or SealedSecrets.
-type optionalAPI interface {
+type Optional interface {
 	// Name names it in logs: "Rollout", "SealedSecret".
 	Name() string
 	// APIVersion and Resource are the group version and the resource
@@ -28,11 +26,11 @@ type optionalAPI interface {
 	Disable()
 }
 
-// optionalKinds watches the optional APIs (custom resources such as Argo's
+// Kinds watches the optional APIs (custom resources such as Argo's
 // Rollout or Bitnami's SealedSecret) only while the API server serves
-// them, without a restart of watcher. It follows each one through
-// package served (a watch of their CRDs: discovery is asked at start and
-// when a CRD changes, not every few seconds) and acts on each answer:
+// them, without a restart of watcher. It follows each one through a
+// Watcher (a watch of their CRDs: discovery is asked at start and when a
+// CRD changes, not every few seconds) and acts on each answer:
 //
 //	served  enabled  action
 //	yes     no       Enable: for a workload kind, the store starts the
@@ -44,25 +42,30 @@ type optionalAPI interface {
 //
 // It runs on every replica, like the store, so that a standby's caches are
 // as warm as the leader's.
-type optionalKinds struct {
-	apis   []optionalAPI
-	served *served.Watcher
+type Kinds struct {
+	apis   []Optional
+	served *Watcher
 	log    logr.Logger
 
 	mu       sync.Mutex
 	answered map[string]bool // the APIs asked about once, by name
 }
 
-// NeedLeaderElection is false: see optionalKinds.
-func (o *optionalKinds) NeedLeaderElection() bool { return false }
+// NewKinds returns the follower of apis through w.
+func NewKinds(apis []Optional, w *Watcher, log logr.Logger) *Kinds {
+	return &Kinds{apis: apis, served: w, log: log}
+}
+
+// NeedLeaderElection is false: see Kinds.
+func (o *Kinds) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: it follows every optional API until
 // ctx is done. The answers about one API come one at a time, so its Enable
 // and Disable are never called at once.
-func (o *optionalKinds) Start(ctx context.Context) error {
+func (o *Kinds) Start(ctx context.Context) error {
 	for _, a := range o.apis {
-		o.served.Follow(served.API{GroupVersion: a.APIVersion(), Resource: a.Resource()},
-			func(ctx context.Context, ans served.Answer) time.Duration {
+		o.served.Follow(API{GroupVersion: a.APIVersion(), Resource: a.Resource()},
+			func(ctx context.Context, ans Answer) time.Duration {
 				return o.apply(ctx, a, ans)
 			})
 	}
@@ -71,7 +74,7 @@ func (o *optionalKinds) Start(ctx context.Context) error {
 }
 
 // answer notes that the API called name was asked about.
-func (o *optionalKinds) answer(name string) {
+func (o *Kinds) answer(name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.answered == nil {
@@ -86,7 +89,7 @@ func (o *optionalKinds) answer(name string) {
 // start; what is created before they have listed is found, not reported
 // as created). A failed discovery call counts as asked: readiness never
 // waits on discovery.
-func (o *optionalKinds) Checked(*http.Request) error {
+func (o *Kinds) Checked(*http.Request) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, a := range o.apis {
@@ -102,8 +105,8 @@ func (o *optionalKinds) Checked(*http.Request) error {
 const retryEnable = 10 * time.Second
 
 // apply enables a if it is served and disables it if it is not; it
-// returns how long to wait before asking again (see served.Func).
-func (o *optionalKinds) apply(ctx context.Context, a optionalAPI, ans served.Answer) time.Duration {
+// returns how long to wait before asking again (see Func).
+func (o *Kinds) apply(ctx context.Context, a Optional, ans Answer) time.Duration {
 	defer o.answer(a.Name())
 	switch {
 	case !ans.Known:
