@@ -86,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		if _, wait := r.inScope(req.Namespace); wait {
 			return reconcile.Result{RequeueAfter: namespaceWait}, nil
 		}
-		if res, ok, err := r.resumeJob(ctx, req.Ref); ok { // job.go
+		if res, ok, err := r.recreations.Handle(ctx, req.Ref, r.cached); ok {
 			return res, err
 		}
 		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
@@ -187,7 +187,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 			return plan.Plan{}, err
 		}
 	}
-	if obj, p, err = r.jobFacts(ctx, key, obj, in, p); err != nil { // job.go
+	if obj, p, err = r.recreations.Facts(ctx, key, obj, in, p); err != nil {
 		return plan.Plan{}, err
 	}
 	if err := r.apply(ctx, key, obj, in, p); err != nil {
