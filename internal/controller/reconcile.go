@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -73,6 +75,9 @@ type Reconciler struct {
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
+	// rotated carries the workloads whose mounted versions changed, from
+	// mounts to the work queue; nil when CSI is off.
+	rotated chan event.TypedGenericEvent[object.Ref]
 	// recreations re-creates Jobs; nil when Jobs are not watched (job.go).
 	recreations *restart.Recreator
 }
