@@ -142,3 +142,40 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+// claimer returns the function that tells whether this replica reports a
+// change outside the work queue (a SealedSecret's): only a replica that
+// processes changes (leading: the leader in the lease mode), and, where
+// several do (the redis mode), the one that takes the change's lock. A
+// lock backend that fails does not lose the report: it may be made twice.
+func claimer(leading func() bool, locker lock.Locker, log logr.Logger) func(context.Context, string) bool {
+	return func(ctx context.Context, id string) bool {
+		if !leading() {
+			return false
+		}
+		held, outcome, err := locker.Acquire(ctx, id)
+		switch {
+		case err != nil:
+			metrics.Errors.WithLabelValues("lock").Inc()
+			log.Error(err, "Cannot take the lock of the change; reporting it anyway", "change", id)
+			return true
+		case outcome != lock.Acquired:
+			return false
+		}
+		if err := held.Release(context.WithoutCancel(ctx), true); err != nil {
+			metrics.Errors.WithLabelValues("lock").Inc()
+			log.Error(err, "Cannot release the lock of the change", "change", id)
+		}
+		return true
+	}
+}
+
+// isClosed tells whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -131,7 +132,16 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	err = controller.Setup(mgr, st, controller.Config{
+	// The guards know every optional kind once each was looked up in
+	// discovery (served.Kinds.Checked).
+	var kinds *served.Kinds // set below, before the manager starts
+	if guards.Known == nil {
+		guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
+	}
+	if csiOpts != nil {
+		csiOpts.Log = log.WithName("csi")
+	}
+	r := controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
 		Settings:           decide,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
@@ -147,8 +157,6 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Resolver:           resolver,
 		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
-		SealedSecrets:      sealedSecrets,
-		Served:             crds,
 		CSI:                csiOpts,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Namespace:          o.OwnNamespace(),
@@ -157,8 +165,24 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 			{Kind: "Secret", Namespace: o.OwnNamespace(), Name: o.HashKeySecret},
 		},
 	})
+	// The optional APIs are watched only while they are served: the
+	// optional workload kinds and CSI (sources of the controller), and
+	// SealedSecrets, reported by the replica that claims each change.
+	apis, err := controller.Setup(mgr, r)
 	if err != nil {
 		return err
+	}
+	if so := sealedSecrets; so != nil {
+		so.Recorder = r.Recorder
+		so.Log = log.WithName("sealedsecrets")
+		so.Claim = claimer(func() bool { return isClosed(mgr.Elected()) }, locker, so.Log)
+		apis = append(apis, sealed.NewWatcher(*so))
+	}
+	kinds = served.NewKinds(apis, crds, log.WithName("kinds"))
+	for _, rn := range r.Runnables(log) {
+		if err := mgr.Add(rn); err != nil {
+			return fmt.Errorf("set up manager: %w", err)
+		}
 	}
 	direct, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -170,6 +194,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if err := errors.Join(
 		mgr.Add(st),
 		mgr.Add(crds),
+		mgr.Add(kinds),
 		mgr.Add(pw),
 		mgr.Add(status),
 		mgr.Add(guard),
@@ -185,6 +210,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 			return nil
 		}),
 		mgr.AddReadyzCheck("lock", monitor.Check),
+		mgr.AddReadyzCheck("optional-apis", kinds.Checked),
 	); err != nil {
 		return fmt.Errorf("set up manager: %w", err)
 	}

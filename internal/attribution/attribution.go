@@ -20,6 +20,8 @@
 // object never tells the whole story; Changed tells who made one change
 // (from the object before and after it), and a caller that wants everyone
 // who wrote over a period (the flap detector) unions the answers.
+// ChangedBy remembers, per object, the authors of its changes not handled
+// yet (a burst coalesced into one change may have several).
 package attribution
 
 import (

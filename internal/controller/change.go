@@ -39,8 +39,8 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 		// No lock taken, no user decided (namespaces.go). A lock kept
 		// while the namespace was selected is released as done (take,
 		// with an id no version has).
-		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
-		_, _, _ = r.pending.take(req, "")
+		r.changedBy.Forget(req.Ref)
+		_, _, _ = r.pending.Take(req.Ref, "")
 		log.V(1).Info("Changed in a namespace not selected; nothing to do")
 		return reconcile.Result{}, nil
 	}
@@ -61,7 +61,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 	if obj != nil {
 		id = req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
 	}
-	held, outcome, err := r.pending.take(req, id)
+	held, outcome, err := r.pending.Take(req.Ref, id)
 	// A change looked at again while its users are held was counted (as
 	// a change, and for flapping) when it was first handled.
 	recheck := held != nil
@@ -95,11 +95,11 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 		// while this one holds it; if this replica stops, the lock expires
 		// and another replica takes the change and decides its users again
 		// from the cluster, where their records are still behind.
-		r.pending.keep(req, id, held)
+		r.pending.Keep(req.Ref, id, held)
 		log.V(1).Info("Change held for some users; keeping its lock", "change", id)
-		return reconcile.Result{RequeueAfter: heldRecheck}, nil
+		return reconcile.Result{RequeueAfter: lock.PendingRecheck}, nil
 	}
-	r.pending.drop(req)
+	r.pending.Drop(req.Ref)
 	// Release even when ctx was cancelled (watcher is stopping): another
 	// replica then takes the change at once rather than after the lock's
 	// TTL. The locker bounds the call itself.
@@ -107,7 +107,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 	// may handle it again, and finds its users up to date (processing is
 	// level-triggered and idempotent).
 	if err == nil {
-		r.changedBy.forget(changeID(req.Kind, req.Namespace, req.Name))
+		r.changedBy.Forget(req.Ref)
 	}
 	if rerr := held.Release(context.WithoutCancel(ctx), err == nil && obj != nil); rerr != nil {
 		metrics.Errors.WithLabelValues("lock").Inc()

@@ -54,7 +54,7 @@ func TestDryApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &Reconciler{Recorder: rcd, Store: st, dry: newDryRun()}
+			r := New(st, nil, nil, rcd, Config{DryRun: true})
 			kind, _ := workload.Of(tt.obj)
 			key := workload.Key{Kind: kind.Name(), Namespace: "shop", Name: tt.obj.GetName()}
 			counter := metrics.WouldRestart.WithLabelValues(key.Kind)

@@ -32,7 +32,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -239,12 +238,8 @@ func evReconciler(t *testing.T, ctx context.Context, srv *evServer, now func() t
 	}
 	rec := events.NewFakeRecorder(100)
 	s := settings.Settings{Annotation: "require-restart", Discovery: plan.DiscoveryAll}
-	r := &Reconciler{Store: st, Client: srv, Fresh: srv, Recorder: rec, resolve: resolve.New(resolve.Options{}), rules: s.Rules(),
-		Config: Config{Settings: s, Hasher: evHasher, Strategy: restart.Default,
-			Guards: hold.Config{Sign: evHasher.MAC, RolloutTimeout: timeout, HoldOnFailure: true, Now: now}}}
-	r.Config.Guards.Evicts = r.evicts
-	r.guards = hold.New(r.Config.Guards, st, rec)
-	r.evicted.Timeout = timeout
+	r := New(st, srv, srv, rec, Config{Settings: s, Hasher: evHasher, Strategy: restart.Default,
+		Guards: hold.Config{Sign: evHasher.MAC, RolloutTimeout: timeout, HoldOnFailure: true, Now: now}})
 	return r, rec
 }
 

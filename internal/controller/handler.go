@@ -36,7 +36,7 @@ type configHandler struct {
 	kinds  *changeKinds
 	guards *hold.Guards
 	// changedBy, when set, is told who made each change.
-	changedBy *changedBy
+	changedBy *attribution.ChangedBy
 	// policies may hold the changes of an object longer (coalesce).
 	policies *Policies
 }
@@ -111,7 +111,7 @@ func (h *configHandler) update(_ context.Context, e event.TypedUpdateEvent[clien
 // record tells changedBy who made the change from old (nil: none) to cur.
 func (h *configHandler) record(old, cur client.Object) {
 	if h.changedBy != nil {
-		h.changedBy.add(changeID(string(h.kind), cur.GetNamespace(), cur.GetName()), old, cur)
+		h.changedBy.Add(h.request(cur).Ref, old, cur)
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -113,10 +112,8 @@ func newJobEnv(t *testing.T, ctx context.Context, discovery string, objs ...clie
 		},
 	})
 	s := settings.Settings{Annotation: "require-restart", Discovery: discovery}
-	e.r = &Reconciler{Store: st, Client: e.server, Fresh: e.server, Recorder: events.NewFakeRecorder(100),
-		Config:  Config{Settings: s, Hasher: jobHasher, Strategy: restart.Default, Namespace: "watcher"},
-		resolve: resolve.New(resolve.Options{}), rules: s.Rules()}
-	e.r.recreations = newRecreator(e.r, e.r.Config)
+	e.r = New(st, e.server, e.server, events.NewFakeRecorder(100),
+		Config{Settings: s, Hasher: jobHasher, Strategy: restart.Default, Namespace: "watcher"})
 	return e
 }
 

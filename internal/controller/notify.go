@@ -3,14 +3,13 @@ package controller
 import (
 	"context"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/cause"
-	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -30,6 +29,21 @@ func (r *Reconciler) sealedOwner(namespace string, ref refs.Ref) string {
 		return ""
 	}
 	return sealed.Owner(obj)
+}
+
+// writers returns who changed the object ref of namespace: those recorded
+// since its change was last handled or, if none were (a change made while
+// watcher was down, found at start-up), the last writers of its content.
+func (r *Reconciler) writers(namespace string, ref refs.Ref) []string {
+	if m := r.changedBy.Managers(ref.Object(namespace)); m != nil {
+		return m
+	}
+	obj, err := r.Store.Get(string(ref.Kind), namespace, ref.Name)
+	if err != nil || obj == nil {
+		return nil
+	}
+	ws := attribution.Of(obj)
+	return attribution.Changed(ws, ws) // none moved: the newest writers
 }
 
 // cause says the restart of key for changes: each with the SealedSecret
@@ -76,32 +90,5 @@ func (r *Reconciler) announce(ctx context.Context, obj client.Object, said cause
 		if r.Config.Alerts != nil {
 			r.Config.Alerts.Notify(alert.FromRestart(said))
 		}
-	}
-}
-
-// claimer returns the function that tells whether this replica reports a
-// change outside the work queue (a SealedSecret's): only a replica that
-// processes changes (leading: the leader in the lease mode), and, where
-// several do (the redis mode), the one that takes the change's lock. A
-// lock backend that fails does not lose the report: it may be made twice.
-func claimer(leading func() bool, locker lock.Locker, log logr.Logger) func(context.Context, string) bool {
-	return func(ctx context.Context, id string) bool {
-		if !leading() {
-			return false
-		}
-		held, outcome, err := locker.Acquire(ctx, id)
-		switch {
-		case err != nil:
-			metrics.Errors.WithLabelValues("lock").Inc()
-			log.Error(err, "Cannot take the lock of the change; reporting it anyway", "change", id)
-			return true
-		case outcome != lock.Acquired:
-			return false
-		}
-		if err := held.Release(context.WithoutCancel(ctx), true); err != nil {
-			metrics.Errors.WithLabelValues("lock").Inc()
-			log.Error(err, "Cannot release the lock of the change", "change", id)
-		}
-		return true
 	}
 }

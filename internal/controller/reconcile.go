@@ -11,15 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -47,7 +51,7 @@ type Reconciler struct {
 	// rules say which references count (plan.Input.Rules).
 	rules plan.Chain
 	// changedBy says who made the changes not handled yet.
-	changedBy *changedBy
+	changedBy *attribution.ChangedBy
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
 	dry *dryRun
@@ -59,7 +63,7 @@ type Reconciler struct {
 	// guards hold restarts that would be a storm (see package hold).
 	guards *hold.Guards
 	// pending keeps the locks of changes whose users are held.
-	pending *pendingLocks
+	pending *lock.Pending
 	// cronJobs runs restarted CronJobs at once; nil when the trigger is
 	// off.
 	cronJobs *trigger.Trigger
@@ -71,6 +75,9 @@ type Reconciler struct {
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
+	// rotated carries the workloads whose mounted versions changed, from
+	// mounts to the work queue; nil when CSI is off.
+	rotated chan event.TypedGenericEvent[object.Ref]
 	// recreations re-creates Jobs; nil when Jobs are not watched (job.go).
 	recreations *restart.Recreator
 }
@@ -84,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		if _, wait := r.inScope(req.Namespace); wait {
 			return reconcile.Result{RequeueAfter: namespaceWait}, nil
 		}
-		if res, ok, err := r.resumeJob(ctx, req.Ref); ok { // job.go
+		if res, ok, err := r.recreations.Handle(ctx, req.Ref, r.cached); ok {
 			return res, err
 		}
 		if _, err := r.reconcileWorkload(ctx, req.Ref); err != nil {
@@ -185,7 +192,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key workload.Key, obj client
 			return plan.Plan{}, err
 		}
 	}
-	if obj, p, err = r.jobFacts(ctx, key, obj, in, p); err != nil { // job.go
+	if obj, p, err = r.recreations.Facts(ctx, key, obj, in, p); err != nil {
 		return plan.Plan{}, err
 	}
 	if err := r.apply(ctx, key, obj, in, p); err != nil {

@@ -16,13 +16,11 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,9 +30,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -44,7 +44,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
-	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -116,9 +115,6 @@ type Config struct {
 	Resolver *resolve.Resolver
 	// Locker decides which replica processes a change.
 	Locker lock.Locker
-	// Served follows the CRDs of the optional kinds (custom resources) and
-	// says when they are served; nil: Setup adds one of its own to mgr.
-	Served *served.Watcher
 	// HeldRetry is how long to wait before looking again at a change whose
 	// lock another replica holds.
 	HeldRetry time.Duration
@@ -127,21 +123,18 @@ type Config struct {
 	Guards hold.Config
 	// Alerts, when set, is told of every restart (see package alert).
 	Alerts alert.Notifier
-	// SealedSecrets, when set, watches SealedSecrets while their API is
-	// served and reports their changes (see package sealed); Setup fills
-	// its Recorder, Log and Claim.
-	SealedSecrets *sealed.Options
 	// Policies are the ReloadPolicies; nil: none.
 	Policies *Policies
 	// CSI, when set, follows the Secrets Store CSI Driver's
 	// SecretProviderClassPodStatuses while their API is served (see
-	// package csi and mounted); Setup fills its Enqueue and Log.
+	// package csi and mounted); New fills its Enqueue.
 	CSI *csi.Options
 }
 
-// Setup registers the controller with mgr. Its sources are the informers of
-// st, which must be added to mgr too (it runs on every replica).
-func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
+// New returns the Reconciler of cfg: it reads from st (its informers are
+// the controller's sources) and from the API server (fresh), writes with c
+// and emits Events with rec. Setup and the unit tests build it alike.
+func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.EventRecorder, cfg Config) *Reconciler {
 	if cfg.Locker == nil {
 		cfg.Locker = lock.Local{}
 	}
@@ -156,14 +149,14 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	}
 	r := &Reconciler{
 		Store:    st,
-		Client:   mgr.GetClient(),
-		Fresh:    mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("watcher"),
+		Client:   c,
+		Fresh:    fresh,
+		Recorder: rec,
 		Config:   cfg,
 		resolve:  cfg.Resolver,
 		rules:    cfg.Settings.Rules(),
 	}
-	r.changedBy = newChangedBy()
+	r.changedBy = attribution.NewChangedBy()
 	if cfg.CronJobTrigger {
 		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	}
@@ -180,19 +173,50 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
 		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), r.signer())
 	}
-	var kinds *optionalKinds // set below, before the manager starts
-	if cfg.Guards.Known == nil {
-		cfg.Guards.Known = func() bool { return kinds != nil && kinds.Checked(nil) == nil }
-	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
-	r.pending = newPendingLocks(cfg.Locker)
+	r.pending = lock.NewPending(cfg.Locker)
 	r.kinds = newChangeKinds()
-	if len(st.Informers(workload.Job.Name())) > 0 {
+	if st != nil && len(st.Informers(workload.Job.Name())) > 0 {
 		r.recreations = newRecreator(r, cfg)
-		if err := mgr.Add(r.recreations.Lister(cfg.NeedLeaderElection)); err != nil {
-			return fmt.Errorf("add job re-creations: %w", err)
-		}
 	}
+	if st != nil && len(st.Informers(store.KindNamespace)) > 0 { // with a namespace selector
+		r.selection = newSelection()
+	}
+	if co := cfg.CSI; co != nil {
+		r.rotated = make(chan event.TypedGenericEvent[object.Ref])
+		co.Enqueue = func(ctx context.Context, k object.Ref) {
+			select { // blocks on a standby until it leads
+			case r.rotated <- event.TypedGenericEvent[object.Ref]{Object: k}:
+			case <-ctx.Done():
+			}
+		}
+		r.mounts = csi.NewWatcher(*co)
+	}
+	return r
+}
+
+// Runnables are the helpers of r that run beside it, for the caller to add
+// to the manager (app.Run): the guards' sweeper, the locks kept for held
+// changes and the lister of Job re-creations, those that are on.
+func (r *Reconciler) Runnables(log logr.Logger) []manager.Runnable {
+	rs := []manager.Runnable{r.guards.Sweeper(log.WithName("guards"))}
+	if r.pending != nil {
+		rs = append(rs, r.pending)
+	}
+	if r.recreations != nil {
+		rs = append(rs, r.recreations.Lister(r.Config.NeedLeaderElection))
+	}
+	return rs
+}
+
+// Setup registers r with mgr as the controller "watcher", as Flux's
+// SetupWithManager does: its sources (the informers of r's store, which
+// must be added to mgr too, the guards' and the Job re-creations' wakes,
+// the ReloadPolicies, the CSI rotations) and its workers. It returns the
+// optional APIs whose informers become sources while they are served (the
+// optional workload kinds, CSI), for the caller to follow (served.Kinds).
+func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
+	cfg, st := r.Config, r.Store
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named("watcher").
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -217,7 +241,7 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		})
 	for _, kind := range workload.Kinds {
 		for _, inf := range st.Informers(kind.Name()) {
-			b = b.WatchesRawSource(syncing(inf, r.touching(kind.Name(), workloadHandler(kind.Name())), workloadChanged()))
+			b = b.WatchesRawSource(store.Syncing(inf, r.touching(kind.Name(), workloadHandler(kind.Name())), workloadChanged()))
 		}
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
@@ -227,13 +251,12 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 		h.guards = r.guards
 		h.changedBy = r.changedBy
 		for _, inf := range st.Informers(string(rk)) {
-			b = b.WatchesRawSource(syncing(inf, h.funcs()))
+			b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 		}
 	}
 	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
-		r.selection = newSelection()
 		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
-		b = b.WatchesRawSource(syncing(inf, h.funcs()))
+		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 	}
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
@@ -246,61 +269,25 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 	if cfg.Policies != nil && cfg.Policies.Watcher != nil {
 		b = b.WatchesRawSource(policySource{p: cfg.Policies})
 	}
-	var mounts *csi.Watcher
-	if co := cfg.CSI; co != nil {
-		rotated := make(chan event.TypedGenericEvent[object.Ref])
-		co.Enqueue = func(ctx context.Context, k object.Ref) {
-			select { // blocks on a standby until it leads
-			case rotated <- event.TypedGenericEvent[object.Ref]{Object: k}:
-			case <-ctx.Done():
-			}
-		}
-		co.Log = mgr.GetLogger().WithName("csi")
-		mounts = csi.NewWatcher(*co)
-		r.mounts = mounts
-		b = b.WatchesRawSource(source.TypedChannel(rotated, handler.TypedEnqueueRequestsFromMapFunc(
+	if r.rotated != nil {
+		b = b.WatchesRawSource(source.TypedChannel(r.rotated, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	}
 	c, err := b.Build(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := mgr.Add(r.guards.Sweeper(mgr.GetLogger().WithName("guards"))); err != nil {
-		return fmt.Errorf("add guards: %w", err)
-	}
-	if r.pending != nil {
-		if err := mgr.Add(r.pending); err != nil {
-			return fmt.Errorf("add pending locks: %w", err)
-		}
-	}
-	if cfg.Served == nil {
-		if cfg.Served, err = served.New(mgr.GetConfig(), mgr.GetLogger().WithName("served")); err != nil {
-			return err
-		}
-		if err := mgr.Add(cfg.Served); err != nil {
-			return fmt.Errorf("add served: %w", err)
-		}
-	}
-	var apis []optionalAPI
+	var apis []served.Optional
 	for _, k := range workload.Kinds {
 		if k.Optional && !slices.Contains(cfg.Settings.IgnoreWorkloadKinds, k.Name()) {
-			apis = append(apis, &optionalWorkload{kind: k, store: st, watch: c.Watch, gone: r.guards.GoneKind})
+			apis = append(apis, &store.OptionalWorkload[Request]{Kind: k, Store: st, Watch: c.Watch, Gone: r.guards.GoneKind,
+				Handler: workloadHandler(k.Name()), Predicates: []predicate.TypedPredicate[client.Object]{workloadChanged()}})
 		}
 	}
-	if so := cfg.SealedSecrets; so != nil {
-		so.Recorder = r.Recorder
-		so.Log = mgr.GetLogger().WithName("sealedsecrets")
-		so.Claim = claimer(func() bool { return isClosed(mgr.Elected()) }, cfg.Locker, so.Log)
-		apis = append(apis, sealed.NewWatcher(*so))
+	if r.mounts != nil {
+		apis = append(apis, r.mounts)
 	}
-	if mounts != nil {
-		apis = append(apis, mounts)
-	}
-	kinds = &optionalKinds{apis: apis, served: cfg.Served, log: mgr.GetLogger().WithName("kinds")}
-	if err := mgr.AddReadyzCheck("optional-apis", kinds.Checked); err != nil {
-		return fmt.Errorf("add readiness check: %w", err)
-	}
-	return mgr.Add(kinds)
+	return apis, nil
 }
 
 // workloadChanged passes the workload events that can change a decision:
@@ -308,31 +295,6 @@ func Setup(mgr manager.Manager, st *store.Store, cfg Config) error {
 func workloadChanged() predicate.TypedPredicate[client.Object] {
 	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 }
-
-// syncingInformer is a source on a store informer that the controller waits
-// for before it starts its workers, like the sources of controller-runtime's
-// own cache: a change is never processed against a half-filled index.
-type syncingInformer struct {
-	source.TypedInformer[client.Object, Request]
-	inf toolscache.SharedIndexInformer
-}
-
-func syncing(inf toolscache.SharedIndexInformer, h handler.TypedEventHandler[client.Object, Request], p ...predicate.TypedPredicate[client.Object]) *syncingInformer {
-	return &syncingInformer{
-		TypedInformer: source.TypedInformer[client.Object, Request]{Informer: inf, Handler: h, Predicates: p},
-		inf:           inf,
-	}
-}
-
-// WaitForSync implements source.TypedSyncingSource.
-func (s *syncingInformer) WaitForSync(ctx context.Context) error {
-	if !toolscache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
-		return fmt.Errorf("informer did not sync: %w", ctx.Err())
-	}
-	return nil
-}
-
-var _ source.TypedSyncingSource[Request] = (*syncingInformer)(nil)
 
 // workloadHandler enqueues a workload when it is created (adoption, and the
 // start-up check of changes made while watcher was down) and when its
@@ -349,14 +311,4 @@ func derefRequest(req *Request) Request {
 		return nil
 	}
 	return *req
-}
-
-// isClosed tells whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -89,7 +89,7 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 	}
 	apiServer := fake.NewClientBuilder().WithObjects(dep.DeepCopy()).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: apiServer, Recorder: recorder, Config: Config{Strategy: restart.Env{}}}
+	r := New(nil, apiServer, nil, recorder, Config{Strategy: restart.Env{}})
 	errors := metrics.Errors.WithLabelValues("annotation")
 	before := testutil.ToFloat64(errors)
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -70,8 +69,8 @@ func (c verifyCase) setUp(t *testing.T, ctx context.Context) (r *Reconciler, st 
 			return cl.Get(ctx, key, obj, opts...)
 		},
 	})
-	r = &Reconciler{Store: st, Client: apiServer, Fresh: apiServer, Recorder: events.NewFakeRecorder(10),
-		Config: Config{Settings: settings.Settings{Annotation: "require-restart"}, Hasher: hasher}, resolve: resolve.New(resolve.Options{})}
+	r = New(st, apiServer, apiServer, events.NewFakeRecorder(10),
+		Config{Settings: settings.Settings{Annotation: "require-restart"}, Hasher: hasher})
 	return r, st, apiServer, gets
 }
 

@@ -22,6 +22,9 @@
 // If CRDs cannot be listed and watched (the RBAC of an older install, an
 // API server without apiextensions.k8s.io/v1), it says so once and asks
 // discovery about every API each Fallback instead: slower, never lost.
+//
+// Kinds follows the optional APIs through a Watcher and watches each one
+// (an Optional) only while it is served.
 package served
 
 import (

@@ -12,6 +12,10 @@
 // are applied by the API server. With a namespace selector, one more
 // informer holds the namespaces it matches (see Selected): the others stay
 // watched, and are left alone by the controller.
+//
+// The informers are the controller's sources: Syncing makes one the
+// controller waits for, and OptionalWorkload makes those of an optional
+// workload kind sources while its API is served.
 package store
 
 import (

@@ -14,12 +14,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -132,7 +132,7 @@ func TestJobRecreateRefused(t *testing.T) {
 	waitAdopted(t, migrate)
 
 	setConfigMap(t, cm, "a", "2")
-	waitEvent(t, ns, "migrate", controller.ReasonRecreateFailed, "Cannot re-create the Job", "no recorded Jobs here")
+	waitEvent(t, ns, "migrate", restart.ReasonRecreateFailed, "Cannot re-create the Job", "no recorded Jobs here")
 	g.Consistently(func() types.UID { return uidOf(t, migrate) }, quiet, 50*time.Millisecond).
 		Should(Equal(uid), "the Job is not deleted")
 	g.Expect(events(t, ns, "migrate", "Restarted")).To(BeEmpty())

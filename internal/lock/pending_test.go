@@ -1,11 +1,10 @@
-package controller
+package lock
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/object"
 )
 
@@ -14,29 +13,29 @@ type fakeLock struct{ released chan bool }
 
 func (l *fakeLock) Release(_ context.Context, done bool) error { l.released <- done; return nil }
 
-// sharedLocker is any locker but lock.Local.
-type sharedLocker struct{ lock.Local }
+// sharedLocker is any locker but Local.
+type sharedLocker struct{ Local }
 
-// TestPendingLocks: in a shared lock mode, a change whose users are held
+// TestPending: in a shared lock mode, a change whose users are held
 // keeps its lock and is taken again without asking the locker; a newer
 // version of the object releases the older one's lock as done; the lease
 // mode keeps nothing.
-func TestPendingLocks(t *testing.T) {
-	if newPendingLocks(lock.Local{}) != nil {
+func TestPending(t *testing.T) {
+	if NewPending(Local{}) != nil {
 		t.Fatal("the local locker keeps locks")
 	}
-	p := newPendingLocks(sharedLocker{})
-	req := Change{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}
-	if l, _, _ := p.take(req, "v1"); l != nil {
+	p := NewPending(sharedLocker{})
+	req := object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
+	if l, _, _ := p.Take(req, "v1"); l != nil {
 		t.Fatal("a lock taken before any was kept")
 	}
 	l1 := &fakeLock{released: make(chan bool, 1)}
-	p.keep(req, "v1", l1)
-	if l, outcome, _ := p.take(req, "v1"); l != l1 || outcome != lock.Acquired {
+	p.Keep(req, "v1", l1)
+	if l, outcome, _ := p.Take(req, "v1"); l != l1 || outcome != Acquired {
 		t.Fatalf("take = %v, %v; want the kept lock", l, outcome)
 	}
-	p.keep(req, "v1", l1)
-	if l, _, _ := p.take(req, "v2"); l != nil {
+	p.Keep(req, "v1", l1)
+	if l, _, _ := p.Take(req, "v2"); l != nil {
 		t.Fatal("the lock of v1 handed out for v2")
 	}
 	select {
@@ -47,21 +46,21 @@ func TestPendingLocks(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("the superseded lock was never released")
 	}
-	p.keep(req, "v2", l1)
-	p.drop(req)
-	if l, _, _ := p.take(req, "v2"); l != nil {
+	p.Keep(req, "v2", l1)
+	p.Drop(req)
+	if l, _, _ := p.Take(req, "v2"); l != nil {
 		t.Error("a dropped lock handed out")
 	}
 }
 
-// TestPendingLocksGivenUpOnStop: when watcher stops, the kept locks are
+// TestPendingGivenUpOnStop: when watcher stops, the kept locks are
 // given up, not marked done, so another replica takes their changes at
 // once; a lock kept after that is given up at once.
-func TestPendingLocksGivenUpOnStop(t *testing.T) {
-	p := newPendingLocks(sharedLocker{})
-	req := Change{object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}}
+func TestPendingGivenUpOnStop(t *testing.T) {
+	p := NewPending(sharedLocker{})
+	req := object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}
 	l1 := &fakeLock{released: make(chan bool, 1)}
-	p.keep(req, "v1", l1)
+	p.Keep(req, "v1", l1)
 	ctx, stop := context.WithCancel(context.Background())
 	ended := make(chan error, 1)
 	go func() { ended <- p.Start(ctx) }()
@@ -77,11 +76,11 @@ func TestPendingLocksGivenUpOnStop(t *testing.T) {
 	default:
 		t.Error("the kept lock was not given up")
 	}
-	if l, _, _ := p.take(req, "v1"); l != nil {
+	if l, _, _ := p.Take(req, "v1"); l != nil {
 		t.Error("a lock given up is handed out")
 	}
 	l2 := &fakeLock{released: make(chan bool, 1)}
-	p.keep(req, "v2", l2)
+	p.Keep(req, "v2", l2)
 	select {
 	case done := <-l2.released:
 		if done {

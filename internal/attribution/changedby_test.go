@@ -1,4 +1,4 @@
-package controller
+package attribution
 
 import (
 	"testing"
@@ -8,18 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // written returns a cached object whose content was written by managers
 // at the given Unix seconds.
 func written(ws map[string]int64) client.Object {
-	var list []attribution.Writer
+	var list []Writer
 	for m, at := range ws {
-		list = append(list, attribution.Writer{Manager: m, Time: time.Unix(at, 0)})
+		list = append(list, Writer{Manager: m, Time: time.Unix(at, 0)})
 	}
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetAnnotations(map[string]string{attribution.Annotation: attribution.Encode(list)})
+	obj.SetAnnotations(map[string]string{Annotation: Encode(list)})
 	return obj
 }
 
@@ -27,6 +27,7 @@ func written(ws map[string]int64) client.Object {
 // changes until it is handled; an entry older than changedByTTL starts
 // afresh; a handled change is forgotten.
 func TestChangedBy(t *testing.T) {
+	db := object.Ref{Kind: "Secret", Namespace: "ns", Name: "db"}
 	type step struct {
 		old, cur map[string]int64 // nil old: a creation
 		after    time.Duration    // clock moved before this step
@@ -56,22 +57,22 @@ func TestChangedBy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Unix(1000, 0)
-			c := newChangedBy()
+			c := NewChangedBy()
 			c.now = func() time.Time { return now }
 			for _, s := range tt.steps {
 				now = now.Add(s.after)
 				if s.forget {
-					c.forget("Secret ns/db")
+					c.Forget(db)
 					continue
 				}
 				var old client.Object
 				if s.old != nil {
 					old = written(s.old)
 				}
-				c.add("Secret ns/db", old, written(s.cur))
+				c.Add(db, old, written(s.cur))
 			}
-			if got := c.of("Secret ns/db"); !cmp.Equal(got, tt.want) {
-				t.Errorf("of() = %v, want %v", got, tt.want)
+			if got := c.Managers(db); !cmp.Equal(got, tt.want) {
+				t.Errorf("Managers() = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -80,9 +81,9 @@ func TestChangedBy(t *testing.T) {
 // TestChangedByBounded: past maxChangedBy objects with changes pending
 // (a standby handles none), the map does not grow.
 func TestChangedByBounded(t *testing.T) {
-	c := newChangedBy()
+	c := NewChangedBy()
 	for i := range 3 * maxChangedBy {
-		c.add(changeID("Secret", "ns", string(rune('a'+i%26))+time.Duration(i).String()), nil, written(map[string]int64{"helm": 10}))
+		c.Add(object.Ref{Kind: "Secret", Namespace: "ns", Name: string(rune('a'+i%26)) + time.Duration(i).String()}, nil, written(map[string]int64{"helm": 10}))
 	}
 	if n := len(c.m); n > maxChangedBy {
 		t.Errorf("%d entries, want at most %d", n, maxChangedBy)

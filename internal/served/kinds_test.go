@@ -1,12 +1,10 @@
-package controller
+package served
 
 import (
 	"context"
 	"testing"
 
 	"github.com/go-logr/logr"
-
-	"github.com/watcher-dev/watcher/internal/served"
 )
 
 // fakeAPI is an optional API that is enabled and disabled in memory.
@@ -22,20 +20,20 @@ func (f *fakeAPI) Enabled() bool                { return f.on }
 func (f *fakeAPI) Enable(context.Context) error { f.on = true; return nil }
 func (f *fakeAPI) Disable()                     { f.on = false }
 
-// TestOptionalKindsReadiness: watcher is not ready until every optional
+// TestKindsReadiness: watcher is not ready until every optional
 // API was asked about once; an answer that is not known (discovery
 // failed) counts, so readiness never waits on discovery.
-func TestOptionalKindsReadiness(t *testing.T) {
+func TestKindsReadiness(t *testing.T) {
 	a, b := &fakeAPI{name: "as"}, &fakeAPI{name: "bs"}
-	o := &optionalKinds{apis: []optionalAPI{a, b}, log: logr.Discard()}
+	o := NewKinds([]Optional{a, b}, nil, logr.Discard())
 	if err := o.Checked(nil); err == nil {
 		t.Fatal("ready before any answer")
 	}
-	o.apply(t.Context(), a, served.Answer{Served: true, Known: true})
+	o.apply(t.Context(), a, Answer{Served: true, Known: true})
 	if err := o.Checked(nil); err == nil {
 		t.Fatal("ready with one API not asked about")
 	}
-	o.apply(t.Context(), b, served.Answer{})
+	o.apply(t.Context(), b, Answer{})
 	if err := o.Checked(nil); err != nil {
 		t.Fatalf("not ready after every API was asked about: %v", err)
 	}
