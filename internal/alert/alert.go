@@ -36,8 +36,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // The events an alert is about.
@@ -93,7 +93,10 @@ func (o Object) String() string { return o.Kind + " " + o.Namespace + "/" + o.Na
 // Source is a changed ConfigMap or Secret.
 type Source struct {
 	Object
-	// Keys are the keys whose value changed: names only.
+	// Keys are the keys whose value changed: names only. In a Restart, nil
+	// Keys say that the record held one digest for the object (as in
+	// cause.Change); the other events name only the source, and nil Keys
+	// say nothing.
 	Keys []string `json:"keys,omitempty"`
 	// SealedSecret is the SealedSecret a Secret was made from, if any.
 	SealedSecret string `json:"sealedSecret,omitempty"`
@@ -101,33 +104,17 @@ type Source struct {
 	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
-// words are what befell s and what its Keys name, as cause.Change says
-// them: a ConfigMap or Secret "changed", its "keys"; a SecretProviderClass
-// of the Secrets Store CSI Driver "rotated", its "objects".
-func (s Source) words() (verb, noun string) {
-	if s.Kind == cause.SecretProviderClass {
-		return "rotated", "objects"
+// says are the clauses of what changed of s in an alert about event, as
+// package cause says them, each name rendered by st: "Secret `shop/db`
+// (from SealedSecret `shop/db`) changed (keys: `password`) by
+// `kubectl-edit`" in the chat sinks.
+func (s Source) says(event string, st style) cause.Clauses {
+	c := cause.Change{
+		Source: object.Ref{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
+		Keys:   s.Keys, SealedSecret: s.SealedSecret, ChangedBy: s.ChangedBy,
+		KeysUnknown: event != Restart && s.Keys == nil,
 	}
-	return "changed", "keys"
-}
-
-// describe says what changed of s, in st: "Secret `shop/db` (from
-// SealedSecret `shop/db`) changed (keys: `password`) by `kubectl-edit`" in
-// the chat sinks.
-func (s Source) describe(st style) string {
-	b := s.Kind + " " + st.name(s.Namespace+"/"+s.Name)
-	if s.SealedSecret != "" {
-		b += " (from SealedSecret " + st.name(s.Namespace+"/"+s.SealedSecret) + ")"
-	}
-	verb, noun := s.words()
-	b += " " + verb
-	if len(s.Keys) > 0 {
-		b += " (" + noun + ": " + strings.Join(mapNames(s.Keys, st.name), ", ") + ")"
-	}
-	if len(s.ChangedBy) > 0 {
-		b += " by " + attribution.Join(mapNames(s.ChangedBy, st.name))
-	}
-	return b
+	return c.Say(st.name)
 }
 
 // title is the alert's headline, in st.
@@ -152,7 +139,7 @@ func (a Alert) title(st style) string {
 		what := "a source"
 		if len(a.Sources) > 0 {
 			s := a.Sources[0]
-			what = s.Kind + " " + st.name(s.Namespace+"/"+s.Name)
+			what = s.says(a.Event, st).Source
 		}
 		return "watcher: " + what + " is flapping; restarts of its users are held"
 	case FailedRollout:
@@ -165,7 +152,7 @@ func (a Alert) title(st style) string {
 func (a Alert) lines(st style) []string {
 	var out []string
 	for _, s := range a.Sources {
-		out = append(out, s.describe(st))
+		out = append(out, s.says(a.Event, st).Sentence(""))
 	}
 	if a.Detail != "" {
 		out = append(out, st.name(a.Detail))

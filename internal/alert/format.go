@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/watcher-dev/watcher/internal/attribution"
 )
 
 // The sinks.
@@ -96,7 +94,8 @@ func slack(a Alert, info string) map[string]any {
 var teamsColors = map[string]string{Restart: "2EB886", Held: "E8912D", Flapping: "E8912D", FailedRollout: "D00000"}
 
 // teams is a Microsoft Teams connector MessageCard: the title, and a fact
-// per workload, source, reason and detail. The summary, shown in
+// per workload, source (its clauses as package cause says them), reason
+// and detail. The summary, shown in
 // notifications as plain text where a code span cannot hold a name, names
 // only kinds.
 func teams(a Alert, info string) map[string]any {
@@ -110,18 +109,18 @@ func teams(a Alert, info string) map[string]any {
 		facts = append(facts, fact{"Workload", a.Workload.Kind + " " + st.name(a.Workload.Namespace+"/"+a.Workload.Name)})
 	}
 	for _, s := range a.Sources {
+		cl := s.says(a.Event, st)
 		var v []string
-		if len(s.Keys) > 0 {
-			_, noun := s.words()
-			v = append(v, noun+": "+strings.Join(mapNames(s.Keys, st.name), ", "))
+		if cl.What != "" {
+			v = append(v, cl.What)
 		}
-		if s.SealedSecret != "" {
-			v = append(v, "from SealedSecret "+st.name(s.Namespace+"/"+s.SealedSecret))
+		if cl.From != "" {
+			v = append(v, cl.From)
 		}
-		if len(s.ChangedBy) > 0 {
-			v = append(v, "changed by "+attribution.Join(mapNames(s.ChangedBy, st.name)))
+		if cl.By != "" {
+			v = append(v, "changed by "+cl.By)
 		}
-		facts = append(facts, fact{s.Kind + " " + st.name(s.Namespace+"/"+s.Name), strings.Join(v, "; ")})
+		facts = append(facts, fact{cl.Source, strings.Join(v, "; ")})
 	}
 	if a.Reason != "" {
 		facts = append(facts, fact{"Reason", a.Reason})

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/cause"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
@@ -102,6 +104,48 @@ func TestFormatRotation(t *testing.T) {
 		}
 		if s := string(got); !strings.Contains(s, "objects: ") || !strings.Contains(s, "db-password") || strings.Contains(s, "keys:") {
 			t.Errorf("%s: %s", sink, s)
+		}
+	}
+}
+
+// TestRestartSaysCause: the alert of a restart says each change in the
+// words of package cause, the author of the Event's and the log's
+// sentences, in every sink: the webhook's message is the log line's
+// "because", and a change recorded as one digest is said so (the alert
+// used to say only "changed"). A guard's alert, which names only the
+// source, says nothing of its keys.
+func TestRestartSaysCause(t *testing.T) {
+	said := cause.Restart{
+		Workload: object.Ref{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Changes: []cause.Change{
+			{Source: object.Ref{Kind: "Secret", Namespace: "shop", Name: "db"}, Keys: []string{"password"}, SealedSecret: "db", ChangedBy: []string{"kubectl-edit", "helm"}},
+			{Source: object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "cfg"}},
+			{Source: object.Ref{Kind: cause.SecretProviderClass, Namespace: "shop", Name: "creds"}, Keys: []string{"secret/db-password"}},
+		},
+	}
+	body, err := alert.Format(alert.Webhook, alert.FromRestart(said), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Message string }
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "watcher restarted Deployment shop/web because " + strings.Join(said.Because(), "; "); got.Message != want {
+		t.Errorf("webhook message\n got %q\nwant %q", got.Message, want)
+	}
+	digest := "keys: " + cause.KeyList(nil)
+	for _, sink := range alert.Sinks {
+		body, err := alert.Format(sink, alert.FromRestart(said), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(body), digest) {
+			t.Errorf("%s does not say %q: %s", sink, digest, body)
+		}
+		held, _ := alert.FromGuard("held", said.Workload, said.Changes[1].Source, "budget", "msg")
+		if body, _ := alert.Format(sink, held, ""); strings.Contains(string(body), "keys") {
+			t.Errorf("%s says keys a guard does not know: %s", sink, body)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	// the graph and explain commands do.
 	policies := policy.NewIndex()
 	ignoreJobsUnlessAllowed(ctx, cfg, o, log) // jobs.go
-	decide := o.Settings()
+	decide := o.Settings
 	resolver := decide.Resolver(policies)
 	st, err := newStore(cfg, o, hasher, resolver, policy.References{Index: policies}.Annotate, log.WithName("store"))
 	if err != nil {

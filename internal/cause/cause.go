@@ -52,6 +52,11 @@ type Change struct {
 	// ChangedBy are the field managers that changed its data, as the
 	// writers claim them; none when unknown.
 	ChangedBy []string
+	// KeysUnknown: the keys are not known where the change is said (an
+	// alert of the restart guards names only the source), so nothing is
+	// said of them, where nil Keys say that they were recorded as one
+	// digest.
+	KeysUnknown bool
 }
 
 // Restart is what is said of one restart of a workload.
@@ -81,26 +86,90 @@ func (c Change) Note() string {
 	return c.sentence(false, digests)
 }
 
-// sentence says c, its names with their namespace if namespaced.
-func (c Change) sentence(namespaced bool, digests string) string {
-	name := func(n string) string { return n }
-	if namespaced {
-		name = func(n string) string { return c.Source.Namespace + "/" + n }
-	}
+// Clauses are the parts of the sentence of a change, each name it quotes
+// rendered by its reader: a reader that shows names its own way (package
+// alert renders them inert) or lays the parts out its own way (the alert's
+// Teams card, as facts) takes the words from here, so that cause is their
+// only author.
+//
+//	clause  ConfigMap or Secret            SecretProviderClass   keys not known
+//	Source  "Secret shop/db"               "SecretProviderClass shop/db-creds"
+//	From    "from SealedSecret shop/db"    ""
+//	Verb    "changed"                      "rotated"
+//	What    "keys: password", or           "objects: secret/x"   ""
+//	        "keys: not listed, recorded as one digest" (nil Keys)
+//	By      "kubectl-edit and helm", "" when no writer is known
+type Clauses struct {
+	Source, From, Verb, What, By string
+}
+
+// Sentence joins the clauses, with digests ("; 1a2b3c4d→5e6f7a8b", or
+// "") after the keys: "Secret shop/db (from SealedSecret shop/db) changed
+// (keys: password) by kubectl-edit".
+func (c Clauses) Sentence(digests string) string {
 	var b strings.Builder
-	b.WriteString(c.Source.Kind + " " + name(c.Source.Name))
-	if c.SealedSecret != "" {
-		b.WriteString(" (from SealedSecret " + name(c.SealedSecret) + ")")
+	b.WriteString(c.Source)
+	if c.From != "" {
+		b.WriteString(" (" + c.From + ")")
 	}
-	if c.Source.Kind == SecretProviderClass {
-		b.WriteString(" rotated (objects: " + KeyList(c.Keys) + digests + ")")
-	} else {
-		b.WriteString(" changed (keys: " + KeyList(c.Keys) + digests + ")")
+	b.WriteString(" " + c.Verb)
+	if what := c.What + digests; what != "" {
+		b.WriteString(" (" + strings.TrimPrefix(what, "; ") + ")")
 	}
-	if len(c.ChangedBy) > 0 {
-		b.WriteString(" by " + attribution.Join(c.ChangedBy))
+	if c.By != "" {
+		b.WriteString(" by " + c.By)
 	}
 	return b.String()
+}
+
+// Say returns the clauses of c with the names it quotes (the source and
+// the SealedSecret with their namespace, the keys, the writers) rendered by
+// name; String is Say of the names as they are.
+func (c Change) Say(name func(string) string) Clauses {
+	return c.clauses(true, name)
+}
+
+// clauses says c, its object names with their namespace if namespaced,
+// every name rendered by name.
+func (c Change) clauses(namespaced bool, name func(string) string) Clauses {
+	object := func(n string) string { return name(n) }
+	if namespaced {
+		object = func(n string) string { return name(c.Source.Namespace + "/" + n) }
+	}
+	cl := Clauses{Source: c.Source.Kind + " " + object(c.Source.Name), Verb: "changed"}
+	if c.SealedSecret != "" {
+		cl.From = "from SealedSecret " + object(c.SealedSecret)
+	}
+	noun := "keys"
+	if c.Source.Kind == SecretProviderClass {
+		cl.Verb, noun = "rotated", "objects"
+	}
+	if !c.KeysUnknown {
+		cl.What = noun + ": " + KeyList(names(c.Keys, name))
+	}
+	if len(c.ChangedBy) > 0 {
+		cl.By = attribution.Join(names(c.ChangedBy, name))
+	}
+	return cl
+}
+
+// sentence says c, its names with their namespace if namespaced.
+func (c Change) sentence(namespaced bool, digests string) string {
+	return c.clauses(namespaced, same).Sentence(digests)
+}
+
+func same(s string) string { return s }
+
+// names returns name of every one of ns, nil if ns is nil.
+func names(ns []string, name func(string) string) []string {
+	if ns == nil {
+		return nil
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = name(n)
+	}
+	return out
 }
 
 // KeyList joins keys for people, or says that they were not recorded one

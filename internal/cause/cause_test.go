@@ -60,3 +60,21 @@ func TestNoteBounded(t *testing.T) {
 		t.Errorf("note of %d bytes, limit %d", n, note.MaxLen)
 	}
 }
+
+// TestSay: a reader that renders names its own way (package alert) gets
+// cause's words with only the names rendered, and a change whose keys are
+// not known says nothing of them.
+func TestSay(t *testing.T) {
+	quote := func(s string) string { return "`" + s + "`" }
+	c := cause.Change{Source: object.Ref{Kind: "Secret", Namespace: "shop", Name: "db"}, SealedSecret: "db", ChangedBy: []string{"a", "b"}}
+	for _, tc := range []struct{ got, want string }{
+		{c.Say(quote).Sentence(""), "Secret `shop/db` (from SealedSecret `shop/db`) changed (keys: not listed, recorded as one digest) by `a` and `b`"},
+		{c.Say(func(s string) string { return s }).Sentence(""), c.String()},
+		{cause.Change{Source: c.Source, Keys: []string{"k"}}.Say(quote).What, "keys: `k`"},
+		{cause.Change{Source: c.Source, KeysUnknown: true}.Say(quote).Sentence(""), "Secret `shop/db` changed"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got  %q\nwant %q", tc.got, tc.want)
+		}
+	}
+}

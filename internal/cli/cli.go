@@ -135,29 +135,17 @@ type command struct {
 const explainKeyEnv = "WATCHER_EXPLAIN_KEY"
 
 // installationFlags are the controller's flags that change what the
-// commands report, with the same names, meanings and defaults, and how
-// each, given on the command line, overrides the published settings.
-var installationFlags = []struct {
-	name string
-	set  func(to *settings.Settings, from settings.Settings)
-}{
-	{"annotation", func(to *settings.Settings, from settings.Settings) { to.Annotation = from.Annotation }},
-	{"discovery", func(to *settings.Settings, from settings.Settings) { to.Discovery = from.Discovery }},
-	{"namespaces", func(to *settings.Settings, from settings.Settings) { to.Namespaces = from.Namespaces }},
-	{"ignore-configmap-namespaces", func(to *settings.Settings, from settings.Settings) {
-		to.IgnoreConfigMapNamespaces = from.IgnoreConfigMapNamespaces
-	}},
-	{"ignore-secret-namespaces", func(to *settings.Settings, from settings.Settings) {
-		to.IgnoreSecretNamespaces = from.IgnoreSecretNamespaces
-	}},
-	{"workload-selector", func(to *settings.Settings, from settings.Settings) { to.WorkloadSelector = from.WorkloadSelector }},
-	{"config-selector", func(to *settings.Settings, from settings.Settings) { to.ConfigSelector = from.ConfigSelector }},
-	{"namespace-selector", func(to *settings.Settings, from settings.Settings) { to.NamespaceSelector = from.NamespaceSelector }},
-	{"ignore-workload-kinds", func(to *settings.Settings, from settings.Settings) { to.IgnoreWorkloadKinds = from.IgnoreWorkloadKinds }},
-	{"reload-on-create", func(to *settings.Settings, from settings.Settings) { to.RestartOnCreate = from.RestartOnCreate }},
-	{"reload-on-delete", func(to *settings.Settings, from settings.Settings) { to.ReloadOnDelete = from.ReloadOnDelete }},
-	{"hash-key-secret", func(to *settings.Settings, from settings.Settings) { to.HashKeySecret = from.HashKeySecret }},
-	{"annotation-keys", func(to *settings.Settings, from settings.Settings) { to.AnnotationKeys = from.AnnotationKeys }},
+// commands report, with the same names, meanings and defaults: those of
+// the settings (settings.Settings.BindFlags), each overriding, given on
+// the command line, the published setting.
+func installationFlags(fs *pflag.FlagSet, s *settings.Settings) {
+	all := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	s.BindFlags(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		flag := *f
+		flag.Usage = "overrides the installation's --" + f.Name + ": " + flag.Usage
+		fs.AddFlag(&flag)
+	})
 }
 
 func newCommand(prog, name string, stderr io.Writer) *command {
@@ -184,13 +172,7 @@ func newCommand(prog, name string, stderr io.Writer) *command {
 	}
 	fs.StringVar(&c.watcherNamespace, "watcher-namespace", "watcher", "namespace of the watcher installation, holding its hash key Secret and its published settings")
 	fs.StringVar(&c.watcherName, "watcher-name", "watcher", "name of the watcher installation (its --lease-name): its settings are read from the ConfigMap NAME-settings of --watcher-namespace")
-	all := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
-	c.opts.BindFlags(all)
-	for _, f := range installationFlags {
-		flag := *all.Lookup(f.name)
-		flag.Usage = "overrides the installation's --" + f.name + ": " + flag.Usage
-		fs.AddFlag(&flag)
-	}
+	installationFlags(fs, &c.opts.Settings)
 	fs.Usage = func() { c.usage(stderr) }
 	c.flags = fs
 	return c
@@ -264,7 +246,7 @@ func (c *command) validate() error {
 // (no running watcher yet, no right to read them), it says so on warn and
 // uses the flags and their defaults.
 func (c *command) installationSettings(ctx context.Context, r *reader, warn io.Writer) settings.Settings {
-	flags := c.opts.Settings()
+	flags := c.opts.Settings
 	name := settings.ConfigMapName(c.watcherName)
 	s, err := settings.Read(ctx, r.c, c.watcherNamespace, name)
 	if err != nil {
@@ -272,11 +254,7 @@ func (c *command) installationSettings(ctx context.Context, r *reader, warn io.W
 			c.prog, c.watcherNamespace, name, err)
 		return flags
 	}
-	for _, f := range installationFlags {
-		if c.flags.Changed(f.name) {
-			f.set(&s, flags)
-		}
-	}
+	s.Override(flags, c.flags.Changed)
 	return s
 }
 

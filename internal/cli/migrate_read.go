@@ -95,11 +95,11 @@ func (c *census) workloads(o *options.Options, objs []client.Object) ([]migrate.
 			renamed[i] = cp
 		}
 	}
-	withArgs, err := c.graph(o.Settings(), renamed)
+	withArgs, err := c.graph(o.Settings, renamed)
 	if err != nil {
 		return nil, err
 	}
-	own, err := c.graph(options.Defaults().Settings(), objs)
+	own, err := c.graph(options.Defaults().Settings, objs)
 	if err != nil {
 		return nil, err
 	}

@@ -52,14 +52,12 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 		log.V(1).Info("Changed, then deleted; nothing to do")
 		return reconcile.Result{}, nil
 	}
-	// The lock names this version of this object: its UID tells it from an
-	// object of the same name deleted and created again, or from the same
-	// resourceVersion after an etcd restore. A deletion has no version
-	// left: it is never marked done (see below), so that the deletion of
-	// the object created again later is not taken for this one.
-	id := req.Kind + "/" + req.Namespace + "/" + req.Name + "@deleted"
+	// The lock names this version of this object (lock.ID). A deletion has
+	// no version left: it is never marked done (see below), so that the
+	// deletion of the object created again later is not taken for this one.
+	id := lock.DeletedID(req.Kind, req.Namespace, req.Name)
 	if obj != nil {
-		id = req.Kind + "/" + req.Namespace + "/" + req.Name + "/" + string(obj.UID) + "@" + obj.ResourceVersion
+		id = lock.ID(req.Kind, obj)
 	}
 	held, outcome, err := r.pending.Take(req.Ref, id)
 	// A change looked at again while its users are held was counted (as

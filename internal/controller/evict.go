@@ -203,14 +203,12 @@ func restartOptions(s restart.Strategy, p plan.Plan) []client.PatchOption {
 }
 
 // evicts reports whether obj, the workload key from the store, has its
-// pods evicted by watcher to restart: a Deployment, StatefulSet or
-// DaemonSet (an Argo Rollout's evict is Argo's restartAt; a CronJob has no
-// pods of its own) whose strategy (annotation, policies, flag) is evict,
+// pods evicted by watcher to restart: of an Evictable kind (a Deployment,
+// StatefulSet or DaemonSet; an Argo Rollout's evict is Argo's restartAt, a
+// CronJob has no pods of its own) whose strategy (annotation, policies, flag) is evict,
 // not in dry-run.
 func (r *Reconciler) evicts(key workload.Key, obj client.Object) bool {
-	switch key.Kind {
-	case "Deployment", "StatefulSet", "DaemonSet":
-	default:
+	if k, ok := workload.ByName(key.Kind); !ok || !k.Evictable {
 		return false
 	}
 	uses, err := r.resolve.Resolve(obj, r.Store)

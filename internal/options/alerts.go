@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/envflag"
 )
 
 // Alerts are the alert settings: Reloader's ALERT_* variables, and the
@@ -37,18 +38,18 @@ func (a Alerts) Any() bool { return a.OnReload || a.OnHeld || a.OnFlapping || a.
 // bindAlerts registers the alert settings.
 func (o *Options) bindAlerts(fs *pflag.FlagSet, bind func(v pflag.Value, name, env, usage string)) {
 	a := &o.Alert
-	bind(boolean{&a.OnReload}, "alert-on-reload", "ALERT_ON_RELOAD", "send an alert when a workload is restarted")
-	bind(boolean{&a.OnHeld}, "alert-on-held", "ALERT_ON_HELD", "send an alert when a restart is held")
-	bind(boolean{&a.OnFlapping}, "alert-on-flapping", "ALERT_ON_FLAPPING", "send an alert when a ConfigMap or Secret flaps")
-	bind(boolean{&a.OnFailedRollout}, "alert-on-failed-rollout", "ALERT_ON_FAILED_ROLLOUT", "send an alert when a rollout watcher started fails")
+	bind(envflag.Bool(&a.OnReload), "alert-on-reload", "ALERT_ON_RELOAD", "send an alert when a workload is restarted")
+	bind(envflag.Bool(&a.OnHeld), "alert-on-held", "ALERT_ON_HELD", "send an alert when a restart is held")
+	bind(envflag.Bool(&a.OnFlapping), "alert-on-flapping", "ALERT_ON_FLAPPING", "send an alert when a ConfigMap or Secret flaps")
+	bind(envflag.Bool(&a.OnFailedRollout), "alert-on-failed-rollout", "ALERT_ON_FAILED_ROLLOUT", "send an alert when a rollout watcher started fails")
 	for _, name := range []string{"alert-on-reload", "alert-on-held", "alert-on-flapping", "alert-on-failed-rollout"} {
 		fs.Lookup(name).NoOptDefVal = "true"
 	}
 	bind(sinkValue{&a.Sink, &o.Notes}, "alert-sink", "ALERT_SINK", "where alerts go: slack, teams, gchat or webhook (plain JSON; Reloader's raw, and any other value, too)")
-	bind(secret{&a.WebhookURL}, "alert-webhook-url", "ALERT_WEBHOOK_URL", "URL alerts are posted to (never printed)")
-	bind((*stringValue)(&a.WebhookURLSecret), "alert-webhook-url-secret", "ALERT_WEBHOOK_URL_SECRET", "in place of --alert-webhook-url: the key of a Secret holding the URL, as namespace/name:key, read at start and on every change")
-	bind((*stringValue)(&a.AdditionalInfo), "alert-additional-info", "ALERT_ADDITIONAL_INFO", "text added to every alert, such as the cluster's name")
-	bind(secret{&a.WebhookProxy}, "alert-webhook-proxy", "ALERT_WEBHOOK_PROXY", "HTTP proxy to reach the webhook, such as http://proxy:3128 (never printed)")
+	bind(envflag.Secret(&a.WebhookURL), "alert-webhook-url", "ALERT_WEBHOOK_URL", "URL alerts are posted to (never printed)")
+	bind(envflag.String(&a.WebhookURLSecret), "alert-webhook-url-secret", "ALERT_WEBHOOK_URL_SECRET", "in place of --alert-webhook-url: the key of a Secret holding the URL, as namespace/name:key, read at start and on every change")
+	bind(envflag.String(&a.AdditionalInfo), "alert-additional-info", "ALERT_ADDITIONAL_INFO", "text added to every alert, such as the cluster's name")
+	bind(envflag.Secret(&a.WebhookProxy), "alert-webhook-proxy", "ALERT_WEBHOOK_PROXY", "HTTP proxy to reach the webhook, such as http://proxy:3128 (never printed)")
 }
 
 // sinkValue is --alert-sink: one of alert.Sinks. Reloader's raw, and any

@@ -13,6 +13,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
+	decision "github.com/watcher-dev/watcher/internal/settings"
 )
 
 const password = "pw-Sup3r-s3cret"
@@ -31,29 +32,32 @@ func ptr[T any](v T) *T { return &v }
 func defaults() *options.Options {
 	ignored := []string{"ingress-aws-lb-controller", "istio-system", "karpenter", "kube-system", "kubesphere-system"}
 	return &options.Options{
-		IgnoreConfigMapNamespaces: ignored,
-		IgnoreSecretNamespaces:    append([]string(nil), ignored...),
-		Annotation:                "require-restart",
-		Discovery:                 "all",
-		Coalesce:                  time.Second,
-		CoalesceMax:               30 * time.Second,
-		Workers:                   8,
-		RestartStrategy:           "annotation",
-		RestartBudget:             options.Rate{Count: 5, Per: time.Hour},
-		FlapThreshold:             options.Rate{Count: 5, Per: 10 * time.Minute},
-		FlapQuiet:                 2 * time.Minute,
-		MaxConcurrentRollouts:     10,
-		RolloutTimeout:            10 * time.Minute,
-		OnFailedRollout:           "hold",
-		PrintInterval:             100 * time.Second,
-		MetricsAddr:               ":8080",
-		HealthAddr:                ":8081",
-		PprofAddr:                 "0",
-		ReloaderAddr:              "0",
-		LogFormat:                 "text",
-		LogLevel:                  "info",
-		QPS:                       50,
-		Burst:                     100,
+		Settings: decision.Settings{
+			IgnoreConfigMapNamespaces: ignored,
+			IgnoreSecretNamespaces:    append([]string(nil), ignored...),
+			Annotation:                "require-restart",
+			Discovery:                 "all",
+			HashKeySecret:             "watcher-hash-key",
+		},
+		Coalesce:              time.Second,
+		CoalesceMax:           30 * time.Second,
+		Workers:               8,
+		RestartStrategy:       "annotation",
+		RestartBudget:         options.Rate{Count: 5, Per: time.Hour},
+		FlapThreshold:         options.Rate{Count: 5, Per: 10 * time.Minute},
+		FlapQuiet:             2 * time.Minute,
+		MaxConcurrentRollouts: 10,
+		RolloutTimeout:        10 * time.Minute,
+		OnFailedRollout:       "hold",
+		PrintInterval:         100 * time.Second,
+		MetricsAddr:           ":8080",
+		HealthAddr:            ":8081",
+		PprofAddr:             "0",
+		ReloaderAddr:          "0",
+		LogFormat:             "text",
+		LogLevel:              "info",
+		QPS:                   50,
+		Burst:                 100,
 		Redis: options.Redis{
 			Host:          "redis-stack-0.redis-service.watcher.svc.cluster.local",
 			Port:          6379,
@@ -62,7 +66,6 @@ func defaults() *options.Options {
 		},
 		LockExpiration:   300 * time.Second,
 		CacheSyncTimeout: 10 * time.Minute,
-		HashKeySecret:    "watcher-hash-key",
 		Lock:             "lease",
 		Lease:            options.Lease{Name: "watcher", Duration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Alert:            options.Alerts{Sink: "webhook"},

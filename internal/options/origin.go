@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/watcher-dev/watcher/internal/envflag"
 )
 
 // origin tells where each setting was read from, for the precedence rules
@@ -19,18 +21,13 @@ type origin struct {
 	getenv  func(string) (string, bool)
 }
 
-// sameAsAnnotation names the flags that set the same setting as a flag
-// (--restart-on-create and --reload-on-create): one of them on the command
-// line is the setting on the command line.
-const sameAsAnnotation = "sameAs"
-
 // onCommandLine tells whether f, or a flag of the same setting, is on the
 // command line.
 func (s origin) onCommandLine(f *pflag.Flag) bool {
 	if f.Changed {
 		return true
 	}
-	return slices.ContainsFunc(f.Annotations[sameAsAnnotation], s.fs.Changed)
+	return slices.ContainsFunc(f.Annotations[envflag.SameAsAnnotation], s.fs.Changed)
 }
 
 // flag tells whether watcher's flag name is on the command line.
@@ -101,15 +98,4 @@ func joinBoolValues(fs *pflag.FlagSet, args []string) ([]string, []string) {
 		}
 	}
 	return out, notes
-}
-
-// unquote removes one pair of double quotes around s, as Reloader's chart
-// renders --namespace-selector="team:a" and Reloader's list flags (CSV)
-// read it.
-func unquote(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return strings.TrimSpace(s[1 : len(s)-1])
-	}
-	return s
 }

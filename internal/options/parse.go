@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/watcher-dev/watcher/internal/envflag"
 )
 
 // ErrHelp is returned by Parse when --help was asked for.
@@ -45,7 +47,7 @@ func Parse(args []string, getenv func(string) (string, bool), usageOut io.Writer
 	o.Notes = append(o.Notes, notes...)
 	src := origin{fs: fs, fromEnv: map[string]string{}, getenv: getenv}
 	fs.VisitAll(func(f *pflag.Flag) {
-		env := f.Annotations[envAnnotation]
+		env := f.Annotations[envflag.EnvAnnotation]
 		if len(env) == 0 || src.onCommandLine(f) {
 			return
 		}
@@ -131,7 +133,7 @@ func isRedis(f *pflag.Flag) bool { return len(f.Annotations[redisAnnotation]) > 
 
 // shown quotes s for an error message, unless the value is a secret.
 func shown(v pflag.Value, s string) string {
-	if _, ok := v.(secret); ok {
+	if envflag.IsSecret(v) {
 		return ""
 	}
 	return fmt.Sprintf(" %q", s)
@@ -162,11 +164,11 @@ func Usage(w io.Writer, fs *pflag.FlagSet) {
 			return
 		}
 		env := "KUBECONFIG"
-		if e := f.Annotations[envAnnotation]; len(e) > 0 {
+		if e := f.Annotations[envflag.EnvAnnotation]; len(e) > 0 {
 			env = e[0]
 		}
 		def := f.DefValue
-		if _, ok := f.Value.(secret); ok || def == "" {
+		if envflag.IsSecret(f.Value) || def == "" {
 			def = "none"
 		}
 		fmt.Fprintf(w, "  --%s %s\n        env %s, default %s\n        %s\n", f.Name, f.Value.Type(), env, def, f.Usage)

@@ -3,6 +3,7 @@ package options
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/watcher-dev/watcher/internal/envflag"
 	"github.com/watcher-dev/watcher/internal/optin"
 )
 
@@ -136,25 +137,25 @@ func bindReloader(fs *pflag.FlagSet) *reloaderFlags {
 		_ = fs.MarkHidden(name)
 		_ = fs.SetAnnotation(name, reloaderAnnotation, []string{"true"})
 	}
-	fs.Var(boolean{&r.autoReloadAll}, "auto-reload-all", "Reloader's: restart every workload that uses a changed object (watcher's --discovery all)")
+	fs.Var(envflag.Bool(&r.autoReloadAll), "auto-reload-all", "Reloader's: restart every workload that uses a changed object (watcher's --discovery all)")
 	fs.Lookup("auto-reload-all").NoOptDefVal = "true"
 	hidden("auto-reload-all")
-	fs.Var(oneOf{&r.strategy, []string{"env-vars", "annotations", "default"}}, "reload-strategy", "Reloader's: env-vars (watcher's --restart-strategy env) or annotations (annotation)")
+	fs.Var(envflag.OneOf(&r.strategy, "env-vars", "annotations", "default"), "reload-strategy", "Reloader's: env-vars (watcher's --restart-strategy env) or annotations (annotation)")
 	hidden("reload-strategy")
-	fs.Var(appending{&r.namespacesIgnore}, "namespaces-to-ignore", "Reloader's: namespaces ignored (both --ignore-*-namespaces)")
+	fs.Var(envflag.Appending(&r.namespacesIgnore), "namespaces-to-ignore", "Reloader's: namespaces ignored (both --ignore-*-namespaces)")
 	hidden("namespaces-to-ignore")
-	fs.Var(appending{&r.resourcesIgnore}, "resources-to-ignore", "Reloader's: configmaps and/or secrets, ignored in every namespace")
+	fs.Var(envflag.Appending(&r.resourcesIgnore), "resources-to-ignore", "Reloader's: configmaps and/or secrets, ignored in every namespace")
 	hidden("resources-to-ignore")
-	fs.Var(appending{&r.workloadsIgnore}, "ignored-workload-types", "Reloader's: jobs and/or cronjobs")
+	fs.Var(envflag.Appending(&r.workloadsIgnore), "ignored-workload-types", "Reloader's: jobs and/or cronjobs")
 	hidden("ignored-workload-types")
-	fs.Var(appending{&r.resourceSelector}, "resource-label-selector", "Reloader's: key:value labels of the ConfigMaps and Secrets watched (watcher's --config-selector)")
+	fs.Var(envflag.Appending(&r.resourceSelector), "resource-label-selector", "Reloader's: key:value labels of the ConfigMaps and Secrets watched (watcher's --config-selector)")
 	hidden("resource-label-selector")
-	fs.Var(boolean{&r.enablePprof}, "enable-pprof", "Reloader's: serve pprof at --pprof-addr, :6060 unless given")
+	fs.Var(envflag.Bool(&r.enablePprof), "enable-pprof", "Reloader's: serve pprof at --pprof-addr, :6060 unless given")
 	fs.Lookup("enable-pprof").NoOptDefVal = "true"
 	hidden("enable-pprof")
-	fs.Var(secret{&r.webhookURL}, "webhook-url", "Reloader's: post each restart to this URL instead of making it (watcher's --dry-run with --alert-on-reload to a webhook sink)")
+	fs.Var(envflag.Secret(&r.webhookURL), "webhook-url", "Reloader's: post each restart to this URL instead of making it (watcher's --dry-run with --alert-on-reload to a webhook sink)")
 	hidden("webhook-url")
-	fs.Var(boolean{&r.csi}, "enable-csi-integration", "Reloader's: restart on Secrets Store CSI Driver rotations (watcher's --csi)")
+	fs.Var(envflag.Bool(&r.csi), "enable-csi-integration", "Reloader's: restart on Secrets Store CSI Driver rotations (watcher's --csi)")
 	fs.Lookup("enable-csi-integration").NoOptDefVal = "true"
 	hidden("enable-csi-integration")
 	for name, def := range reloaderKeys {

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/envflag"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -102,7 +102,7 @@ func (o *Options) applyReloader(r *reloaderFlags, src origin) error {
 		m.set("ignore-workload-kinds", "Reloader's --ignored-workload-types", false, func() { o.IgnoreWorkloadKinds = kinds })
 	}
 	if len(r.resourceSelector) > 0 {
-		sel, err := reloaderSelector(r.resourceSelector)
+		sel, err := envflag.ReloaderSelector(r.resourceSelector)
 		if err != nil {
 			errs = append(errs, "Reloader's --resource-label-selector: "+err.Error())
 		}
@@ -208,27 +208,6 @@ func (o *Options) reloaderLease(r *reloaderFlags, m mapping) []string {
 // AllNamespaces, in --ignore-configmap-namespaces or
 // --ignore-secret-namespaces, ignores the kind in every namespace.
 const AllNamespaces = "*"
-
-// reloaderSelector converts Reloader's label selectors (key:value,
-// key:* and key=* beside the usual forms) to one label selector, as
-// Reloader's GetResourceLabelSelector does.
-func reloaderSelector(items []string) (string, error) {
-	out := make([]string, 0, len(items))
-	for _, kv := range items {
-		if k, v, ok := strings.Cut(kv, ":"); ok {
-			kv = k + "=" + v
-		}
-		if k, v, ok := strings.Cut(kv, "="); ok && v == "*" {
-			kv = k
-		}
-		out = append(out, kv)
-	}
-	sel := strings.Join(out, ",")
-	if _, err := labels.Parse(sel); err != nil {
-		return "", err
-	}
-	return sel, nil
-}
 
 func appendNew(list []string, item string) []string {
 	if slices.Contains(list, item) {

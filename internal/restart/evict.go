@@ -36,8 +36,7 @@ func (Evict) Name() string { return "evict" }
 
 // Template implements Strategy.
 func (Evict) Template(w Workload) (types.PatchType, map[string]any) {
-	switch w.Kind.Name() {
-	case "Deployment", "StatefulSet", "DaemonSet":
+	if w.Kind.Evictable {
 		return types.MergePatchType, map[string]any{}
 	}
 	return Annotation{}.Template(w)

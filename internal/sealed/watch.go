@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/object"
 )
@@ -149,17 +150,17 @@ func (w *Watcher) report(ctx context.Context, old, cur any) {
 	if event == "" {
 		return
 	}
-	// The change is named like a change of a ConfigMap (see the
-	// controller's processChange): by its object's UID and version.
+	// The change is named as the controller names a change of a ConfigMap
+	// (package lock): by its object's UID and version, or as a deletion.
 	var obj *metav1.PartialObjectMetadata
-	version := ""
+	var id string
 	if event == Deleted {
-		obj, version = old.(*metav1.PartialObjectMetadata), "deleted"
+		obj = old.(*metav1.PartialObjectMetadata)
+		id = lock.DeletedID(GVK.Kind, obj.Namespace, obj.Name)
 	} else {
 		obj = cur.(*metav1.PartialObjectMetadata)
-		version = obj.ResourceVersion
+		id = lock.ID(GVK.Kind, obj)
 	}
-	id := GVK.Kind + "/" + obj.Namespace + "/" + obj.Name + "/" + string(obj.UID) + "@" + version
 	if w.opts.Claim != nil && !w.opts.Claim(ctx, id) {
 		return
 	}

@@ -4,7 +4,10 @@
 // (which references count). The controller (package app builds it from the
 // options) and the explain and graph commands (package cli) both build
 // them here, so a new setting is added once and the commands report what
-// the controller does.
+// the controller does. Settings binds its own flags (BindFlags, flags.go):
+// a new setting is a field and its flag there, which the controller binds
+// (package options embeds Settings), publishes, and the commands take as
+// overrides of the published value (Override).
 //
 // The running controller publishes its Settings in a ConfigMap of its own
 // namespace (Publish, named by ConfigMapName), which holds no secret: the

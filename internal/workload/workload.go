@@ -2,8 +2,8 @@
 // is one value of Kind in Kinds, carrying everything watcher needs of it:
 // its GroupVersionKind, where its pod template lives, how to read it from a
 // typed or an unstructured object, whether its API may be absent, whether
-// changing its template rolls its pods, and whether a restart re-creates
-// it instead (a Job). Every other package asks the
+// changing its template rolls its pods, whether a restart re-creates it
+// instead (a Job), and whether watcher evicts its pods to restart it. Every other package asks the
 // kind; adding one is one value here plus its test cases.
 package workload
 
@@ -60,6 +60,13 @@ type Kind struct {
 	// restarted only when it opts in, whatever the discovery mode
 	// (plan.Input.OptInOnly).
 	Recreate bool
+	// Evictable is true for a kind whose pods watcher evicts, through the
+	// Eviction API, to restart it with the evict strategy (package evict):
+	// the restart leaves its template alone. Other kinds restarted with
+	// evict are restarted as package restart's Evict says: an Argo Rollout
+	// by Argo (spec.restartAt), a CronJob, which has no pods of its own,
+	// and a Job, which is re-created, by their template.
+	Evictable bool
 	// NewInformer returns a client-go informer of a typed kind.
 	NewInformer func(kubernetes.Interface, string, internalinterfaces.InformerOptions) toolscache.SharedIndexInformer
 }
@@ -70,6 +77,7 @@ var (
 		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.Deployment) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		Evictable:   true,
 		NewInformer: appsinformers.NewDeploymentInformerWithOptions,
 	}
 	StatefulSet = Kind{
@@ -77,6 +85,7 @@ var (
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
 		onDelete:    statefulSetOnDelete,
+		Evictable:   true,
 		NewInformer: appsinformers.NewStatefulSetInformerWithOptions,
 	}
 	DaemonSet = Kind{
@@ -84,6 +93,7 @@ var (
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
 		onDelete:    daemonSetOnDelete,
+		Evictable:   true,
 		NewInformer: appsinformers.NewDaemonSetInformerWithOptions,
 	}
 	// CronJob: a restart changes the template of the Jobs it creates from
