@@ -46,8 +46,8 @@ func TestDryRun(t *testing.T) {
 
 	w := startWatcherEnv(t, "dry", ns, []string{"DRY_RUN=true"}, "--cronjob-trigger")
 	w.WaitReady(t)
-	waitEventOn(t, ns, "adopted", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
-	waitEventOn(t, ns, "nightly", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "adopted", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "nightly", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
 	waitLog(t, w, "Dry run: would write the record, restarting nothing", `"workload": "Deployment `+ns+`/fresh"`, `"action": "adopt"`)
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, wait).Should(Equal(1.0))
 
@@ -55,7 +55,7 @@ func TestDryRun(t *testing.T) {
 	edit(t, adopted, func(d *appsv1.Deployment) { d.Annotations["example.com/touched"] = "yes" })
 	g.Consistently(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, time.Second).Should(Equal(1.0))
 	setData(t, cm, "a", "3")
-	waitEventOn(t, ns, "fresh", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "fresh", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, wait).Should(Equal(3.0))
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="CronJob"}`) }, wait).Should(Equal(2.0))
 	g.Consistently(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, 2*time.Second).Should(Equal(3.0))

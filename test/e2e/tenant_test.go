@@ -294,8 +294,8 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 		g.Expect(replicaSets(t, &appsv1.Deployment{ObjectMeta: fixture.Meta(ns, name)})).To(Equal(1), "%s not restarted", name)
 	}
 	select {
-	case <-w.done:
-		t.Fatalf("watcher exited: %v", w.cmd.ProcessState)
+	case <-w.Done():
+		t.Fatalf("watcher exited: %v", w.State())
 	default:
 	}
 	hwm := peakRSS(t, w)
@@ -307,7 +307,7 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 // peakRSS returns the VmHWM of p's process, in bytes.
 func peakRSS(t *testing.T, p *proc) int64 {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
