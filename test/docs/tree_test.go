@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,40 @@ func TestStylePaths(t *testing.T) {
 	}
 	if found < 10 {
 		t.Errorf("docs/style.md names only %d paths: is the pattern broken?", found)
+	}
+}
+
+// TestTierTable: the test-tier table of docs/development.md has a row for
+// every package of test/integration, each of which starts something
+// `make unit` must not.
+func TestTierTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "\n## Tests\n")
+	if !ok {
+		t.Fatal("docs/development.md has no section ## Tests")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 {
+			rows[strings.TrimSpace(cells[1])] = true
+		}
+	}
+	dirs, err := filepath.Glob(filepath.Join(root, "test", "integration", "*", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"`test/integration`": true}
+	for _, f := range dirs {
+		rel, _ := filepath.Rel(root, filepath.Dir(f))
+		want["`"+filepath.ToSlash(rel)+"`"] = true
+	}
+	for w := range want {
+		if !rows[w] {
+			t.Errorf("docs/development.md's test-tier table has no row %s", w)
+		}
 	}
 }
