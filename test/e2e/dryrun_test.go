@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/cause"
@@ -103,17 +102,8 @@ func waitReplicaSets(t *testing.T, ns string, n int) {
 // wouldRestartNotes returns the notes of the WouldRestart Events of
 // workload name.
 func wouldRestartNotes(t *testing.T, ns, name string) []string {
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == "WouldRestart" && e.Regarding.Name == name {
-			out = append(out, e.Note)
-		}
-	}
-	return out
+	t.Helper()
+	return env.Events(t, ns, name, cause.ReasonWouldRestart)
 }
 
 // edit changes obj on the API server, retrying conflicts.

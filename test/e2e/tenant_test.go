@@ -118,17 +118,7 @@ func eventNotes(t *testing.T, ns, kind, reason, typ string) string {
 // events returns the Events with reason on objects of kind in ns.
 func events(t *testing.T, ns, kind, reason string) []eventsv1.Event {
 	t.Helper()
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
+	return env.EventsWhere(t, ns, func(e eventsv1.Event) bool { return e.Reason == reason && e.Regarding.Kind == kind })
 }
 
 // TestAlertsOncePerEventAndInert (issue 16, item 7): two replicas in the
