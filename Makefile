@@ -33,11 +33,19 @@ test: build deps image ## run every test: unit, integration, end-to-end, install
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory fuzz
 
-unit: ## run the unit tests only (no control plane)
-	$(GO) test -race -count=1 ./internal/...
+# The unit tests start no process. A test that starts one lives under
+# test/integration, unless its package cannot be imported from there (a
+# main package): then it is named here, skipped by `make unit` and run by
+# `make integration`.
+UNIT = ./internal/... ./cmd/... ./hack/bench/ ./test/docs/ ./test/fixture/
+PROCESS_TESTS = ^TestControllerProcess$$
 
-integration: deps ## run the integration tests only (a real kube-apiserver and etcd, watcher in the test process)
+unit: ## run the unit tests only: they start no process (no control plane, no redis-server, no script)
+	$(GO) test -race -count=1 -skip '$(PROCESS_TESTS)' $(UNIT)
+
+integration: deps ## run the integration tests only (a real kube-apiserver and etcd, watcher in the test process; redis-server, the local control plane and the scripts of hack/ for the packages they test)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) $(GO) test -race -count=1 -timeout 30m ./test/integration/...
+	$(GO) test -race -count=1 -run '$(PROCESS_TESTS)' ./hack/bench/
 
 e2e: build deps ## run the end-to-end tests only (the built binary on a whole local control plane with kwok nodes)
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE) WATCHER_BIN=$(CURDIR)/bin/watcher $(GO) test -race -count=1 -timeout 45m ./test/e2e/...

@@ -244,8 +244,8 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// pids returns the process ids of the components, for tests.
-func (c *Cluster) pids() map[string]int {
+// PIDs returns the process ids of the components by name, for tests.
+func (c *Cluster) PIDs() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pids := make(map[string]int, len(c.procs))

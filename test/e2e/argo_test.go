@@ -81,7 +81,7 @@ func installCRDs(t *testing.T, dir string) {
 // startArgo runs Argo's controller for namespace ns until the test ends.
 func startArgo(t *testing.T, dir, ns string) {
 	t.Helper()
-	port := func() string { a := freeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
+	port := func() string { a := fixture.FreeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
 	runUntilCleanup(t, "rollouts-controller", exec.Command(filepath.Join(dir, "rollouts-controller"), "--kubeconfig="+kube.Kubeconfig,
 		"--namespaced", "--namespace="+ns, "--leader-elect=false", "--metricsport="+port(), "--healthzPort="+port(),
 		"--rollout-resync=10"))

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/cause"
@@ -46,8 +45,8 @@ func TestDryRun(t *testing.T) {
 
 	w := startWatcherEnv(t, "dry", ns, []string{"DRY_RUN=true"}, "--cronjob-trigger")
 	w.WaitReady(t)
-	waitEventOn(t, ns, "adopted", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
-	waitEventOn(t, ns, "nightly", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "adopted", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "nightly", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
 	waitLog(t, w, "Dry run: would write the record, restarting nothing", `"workload": "Deployment `+ns+`/fresh"`, `"action": "adopt"`)
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, wait).Should(Equal(1.0))
 
@@ -55,7 +54,7 @@ func TestDryRun(t *testing.T) {
 	edit(t, adopted, func(d *appsv1.Deployment) { d.Annotations["example.com/touched"] = "yes" })
 	g.Consistently(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, time.Second).Should(Equal(1.0))
 	setData(t, cm, "a", "3")
-	waitEventOn(t, ns, "fresh", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "fresh", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, wait).Should(Equal(3.0))
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="CronJob"}`) }, wait).Should(Equal(2.0))
 	g.Consistently(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, 2*time.Second).Should(Equal(3.0))
@@ -103,17 +102,8 @@ func waitReplicaSets(t *testing.T, ns string, n int) {
 // wouldRestartNotes returns the notes of the WouldRestart Events of
 // workload name.
 func wouldRestartNotes(t *testing.T, ns, name string) []string {
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == "WouldRestart" && e.Regarding.Name == name {
-			out = append(out, e.Note)
-		}
-	}
-	return out
+	t.Helper()
+	return env.Events(t, ns, name, cause.ReasonWouldRestart)
 }
 
 // edit changes obj on the API server, retrying conflicts.

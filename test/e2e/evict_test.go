@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -118,19 +117,10 @@ func replicaSetUIDs(t *testing.T, ns, name string) []types.UID {
 	return out
 }
 
-// eventNotes returns the notes of the Events of reason on object name.
+// eventNotesOn returns the notes of the Events of reason on object name.
 func eventNotesOn(t *testing.T, ns, name, reason string) []string {
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Name == name {
-			out = append(out, e.Note)
-		}
-	}
-	return out
+	t.Helper()
+	return env.Events(t, ns, name, reason)
 }
 
 // TestEvictStrategy: with --restart-strategy evict, a change of the

@@ -69,6 +69,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	env.Client = k8s
 	return m.Run()
 }
 

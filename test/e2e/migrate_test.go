@@ -154,8 +154,8 @@ func TestMigrateCompare(t *testing.T) {
 	waitLog(t, w, "Dry run: would write the record, restarting nothing", "Deployment "+ns+"/both")
 	waitLog(t, w, "Dry run: would write the record, restarting nothing", "Deployment "+ns+"/watcher-only")
 	setData(t, cm, "a", "2")
-	waitEventOn(t, ns, "both", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
-	waitEventOn(t, ns, "watcher-only", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "both", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
+	waitEvent(t, ns, "watcher-only", cause.ReasonWouldRestart, "ConfigMap cfg changed (keys: a;")
 
 	// What Reloader writes: its annotation on both, by its annotations strategy...
 	mark := fmt.Sprintf(`{"type":"CONFIGMAP","name":"cfg","namespace":%q,"hash":"0a1b","containerRefs":["app"],"observedAt":%d}`, ns, time.Now().Unix())

@@ -3,19 +3,17 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
+	"github.com/watcher-dev/watcher/test/fixture"
 	"github.com/watcher-dev/watcher/test/observe"
 )
 
@@ -23,14 +21,19 @@ var ctx = context.Background()
 
 const wait = 60 * time.Second
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := k8s.Create(ctx, o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-}
+// env is the cluster as test/fixture's helpers reach it; TestMain sets
+// its client.
+var env = &fixture.Env{Wait: wait, Poll: 50 * time.Millisecond}
+
+// The helpers every test package shares.
+var (
+	create        = env.Create
+	waitAdopted   = env.WaitAdopted
+	waitRollouts  = env.WaitRollouts
+	stayRollouts  = env.StayRollouts
+	waitRestarted = env.WaitRestarted
+	waitEvent     = env.WaitEvent
+)
 
 // track creates w and records its rollouts until the test ends.
 func track(t *testing.T, w client.Object) *observe.Tracker {
@@ -70,29 +73,10 @@ func setData(t *testing.T, obj client.Object, key, value string) {
 	}
 }
 
+// get returns the current state of obj from the API server.
 func get[T client.Object](t *testing.T, obj T) T {
 	t.Helper()
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatalf("get %s: %v", obj.GetName(), err)
-	}
-	return obj
-}
-
-// waitAdopted waits until watcher recorded w's hashes.
-func waitAdopted(t *testing.T, w client.Object) {
-	t.Helper()
-	NewWithT(t).Eventually(func() string { return get(t, w).GetAnnotations()[plan.RecordAnnotation] }, wait, 50*time.Millisecond).
-		ShouldNot(BeEmpty(), "%s not adopted", w.GetName())
-}
-
-func waitRollouts(t *testing.T, tr *observe.Tracker, n int) {
-	t.Helper()
-	NewWithT(t).Eventually(tr.Count, wait, 20*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.Name)
-}
-
-func stayRollouts(t *testing.T, tr *observe.Tracker, n int, d time.Duration) {
-	t.Helper()
-	NewWithT(t).Consistently(tr.Count, d, 50*time.Millisecond).Should(Equal(n), "rollouts of %s", tr.Name)
+	return fixture.Get(t, k8s, obj)
 }
 
 // waitRunning waits until w's Pods are all Running and Ready, and all run
@@ -123,41 +107,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// waitRestarted waits for the Event that says the workload name of ns was
-// restarted (reason Restarted) with a note holding every one of subs.
-func waitRestarted(t *testing.T, ns, name string, subs ...string) {
-	t.Helper()
-	waitEventOn(t, ns, name, cause.ReasonRestarted, subs...)
-}
-
-// waitEventOn waits for an Event of reason on the object name of ns whose
-// note holds every one of subs.
-func waitEventOn(t *testing.T, ns, name, reason string, subs ...string) {
-	t.Helper()
-	NewWithT(t).Eventually(func() []string {
-		var list eventsv1.EventList
-		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == reason && containsAll(e.Note, subs) {
-				out = append(out, e.Note)
-			}
-		}
-		return out
-	}, wait, 50*time.Millisecond).ShouldNot(BeEmpty(), "no %s Event on %s/%s with %q", reason, ns, name, subs)
-}
-
-func containsAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }
 
 // restartLines returns p's log lines that say a restart of a workload

@@ -50,7 +50,7 @@ func TestPolicyDryRun(t *testing.T) {
 	before := watcherAnnotations(t, api)
 
 	setData(t, cm, "LOG_LEVEL", "debug")
-	waitEventOn(t, ns, "api", cause.ReasonWouldRestart, "ConfigMap shared changed (keys: LOG_LEVEL;")
+	waitEvent(t, ns, "api", cause.ReasonWouldRestart, "ConfigMap shared changed (keys: LOG_LEVEL;")
 	g.Eventually(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, wait).Should(Equal(1.0))
 	g.Consistently(func() float64 { return metricValue(t, w, `watcher_would_restart_total{kind="Deployment"}`) }, time.Second).Should(Equal(1.0))
 	g.Expect(wouldRestartNotes(t, ns, "api")).To(ConsistOf(ContainSubstring("Dry run, nothing written: would restart because ConfigMap shared changed (keys: LOG_LEVEL;")))

@@ -2,71 +2,25 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 func logrInto(ctx context.Context, log logr.Logger) context.Context { return logr.NewContext(ctx, log) }
 
-// lines collects the lines a process writes; safe for concurrent use.
-type lines struct {
-	mu      sync.Mutex
-	partial string
-	all     []string
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.partial + string(p)
-	parts := strings.Split(s, "\n")
-	l.all = append(l.all, parts[:len(parts)-1]...)
-	l.partial = parts[len(parts)-1]
-	return len(p), nil
-}
-
-// Matching returns the lines containing every one of subs.
-func (l *lines) Matching(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-next:
-	for _, line := range l.all {
-		for _, s := range subs {
-			if !strings.Contains(line, s) {
-				continue next
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.all, "\n")
-}
-
-// proc is a watcher process.
+// proc is a watcher process, with the addresses of its probes and metrics.
 type proc struct {
-	Name        string
-	Logs        *lines
+	*fixture.Proc
 	HealthAddr  string
 	MetricsAddr string
-	cmd         *exec.Cmd
-	done        chan struct{}
 }
 
 // startWatcher starts bin/watcher against the cluster, limited to ns, with
@@ -82,28 +36,17 @@ func startWatcher(t *testing.T, name, ns string, args ...string) *proc {
 // ("NAME=value") on top of the clean environment it passes.
 func startWatcherEnv(t *testing.T, name, ns string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{Name: name, Logs: &lines{}, HealthAddr: freeAddr(t), MetricsAddr: freeAddr(t), done: make(chan struct{})}
+	p := &proc{HealthAddr: fixture.FreeAddr(t), MetricsAddr: fixture.FreeAddr(t)}
 	for p.MetricsAddr == p.HealthAddr { // a port just freed may be handed out again
-		p.MetricsAddr = freeAddr(t)
+		p.MetricsAddr = fixture.FreeAddr(t)
 	}
 	all := append([]string{
 		"--namespaces=" + ns, "--lease-namespace=" + ns, "--log-level=debug", "--coalesce=0", "--print-time=0",
 		"--health-addr=" + p.HealthAddr, "--metrics-addr=" + p.MetricsAddr,
 	}, args...)
-	p.cmd = exec.Command(watcherBin, all...)
-	p.cmd.Env = append([]string{"KUBECONFIG=" + kube.Kubeconfig, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", name, p.Logs)
-		}
-	})
+	cmd := exec.Command(watcherBin, all...)
+	cmd.Env = append([]string{"KUBECONFIG=" + kube.Kubeconfig, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	p.Proc = fixture.Start(t, name, cmd)
 	p.waitHTTP(t, "/healthz", 30*time.Second)
 	return p
 }
@@ -116,88 +59,22 @@ func (p *proc) WaitReady(t *testing.T) {
 
 func (p *proc) waitHTTP(t *testing.T, path string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if code, _ := p.get(p.HealthAddr, path); code == http.StatusOK {
-			return
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited (%v) before %s answered:\n%s", p.Name, p.cmd.ProcessState, path, p.Logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not OK after %s:\n%s", p.Name, path, timeout, p.Logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *proc) get(addr, path string) (int, string) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + addr + path)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	p.WaitHTTP(t, "http://"+p.HealthAddr+path, timeout)
 }
 
 // Ready reports the /readyz status code and body.
-func (p *proc) Ready() (int, string) { return p.get(p.HealthAddr, "/readyz?verbose") }
+func (p *proc) Ready() (int, string) {
+	return fixture.HTTPGet("http://" + p.HealthAddr + "/readyz?verbose")
+}
 
 // Metrics returns the text of /metrics.
 func (p *proc) Metrics(t *testing.T) string {
 	t.Helper()
-	code, body := p.get(p.MetricsAddr, "/metrics")
+	code, body := fixture.HTTPGet("http://" + p.MetricsAddr + "/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("%s /metrics: %d %s", p.Name, code, body)
 	}
 	return body
-}
-
-// Kill kills the process with SIGKILL and waits for it.
-func (p *proc) Kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// Stop sends SIGTERM and waits (SIGKILL after 20s).
-func (p *proc) Stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		p.Kill()
-	}
-}
-
-// Exited waits for the process to end by itself and returns its exit code.
-func (p *proc) Exited(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(timeout):
-		t.Fatalf("%s still running after %s:\n%s", p.Name, timeout, p.Logs)
-		return -1
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // runWatcher runs the binary to completion (for start-up errors) and
@@ -218,14 +95,12 @@ func runWatcher(t *testing.T, env []string, args ...string) (int, string) {
 	return cmd.ProcessState.ExitCode(), string(out)
 }
 
-var _ = fmt.Sprint
-
 // runUntilCleanup starts cmd, a helper process of a test (another
 // project's controller), with its output kept, and kills it when the test
 // ends, printing its output if the test failed.
 func runUntilCleanup(t *testing.T, name string, cmd *exec.Cmd) {
 	t.Helper()
-	logs := &lines{}
+	logs := &fixture.Lines{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

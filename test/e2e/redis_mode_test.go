@@ -121,7 +121,7 @@ func TestRedisBadInput(t *testing.T) {
 		create(t, cm)
 		dep := fixture.Deployment(ns, "web", fixture.EnvFrom("cfg", ""))
 		tr := track(t, dep)
-		_, port, _ := net.SplitHostPort(freeAddr(t)) // nothing listens there
+		_, port, _ := net.SplitHostPort(fixture.FreeAddr(t)) // nothing listens there
 		redis := &redisServer{}
 		redis.Port, _ = strconv.Atoi(port)
 		w := startWatcher(t, "watcher", ns, redis.Args()...)

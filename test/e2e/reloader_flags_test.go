@@ -42,7 +42,7 @@ func TestReloaderArguments(t *testing.T) {
 		create(t, plain, auto)
 		// Reloader's port (9090) is the test's choice here: other tests
 		// run beside this one.
-		startWatcherEnv(t, "watcher", ns, []string{"RELOADER_NAMESPACE=" + ns}, "--log-level=info", "--reloader-addr="+freeAddr(t))
+		startWatcherEnv(t, "watcher", ns, []string{"RELOADER_NAMESPACE=" + ns}, "--log-level=info", "--reloader-addr="+fixture.FreeAddr(t))
 		g.Eventually(func(g Gomega) string { return published(g, ns).Discovery }, wait).Should(Equal("annotated"))
 		waitAdopted(t, auto)
 		plainRS, autoRS := replicaSets(t, plain), replicaSets(t, auto)

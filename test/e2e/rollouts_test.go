@@ -171,7 +171,7 @@ func TestAPIServerRestart(t *testing.T) {
 	waitRunning(t, dep)
 	waitRestarted(t, ns, "web")
 	select {
-	case <-w.done:
+	case <-w.Done():
 		t.Fatalf("watcher exited:\n%s", w.Logs)
 	default:
 	}

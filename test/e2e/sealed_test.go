@@ -45,7 +45,7 @@ func TestSealedSecretsController(t *testing.T) {
 	// too): what changes before it leads is not reported.
 	waitLeader(t, []*proc{w})
 	applySealed(t, seal(t, bin, cert, ns, "db", "first value"))
-	waitEventOn(t, ns, "db", sealed.ReasonCreated, "SealedSecret created, keys: password")
+	waitEvent(t, ns, "db", sealed.ReasonCreated, "SealedSecret created, keys: password")
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
 	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(sec), sec) }, wait).Should(Succeed(), "the controller makes the Secret")
 	g.Expect(sealed.Owner(sec)).To(Equal("db"), "the Secret is owned by its SealedSecret")
@@ -56,7 +56,7 @@ func TestSealedSecretsController(t *testing.T) {
 	waitAdopted(t, dep)
 
 	applySealed(t, seal(t, bin, cert, ns, "db", "second value"))
-	waitEventOn(t, ns, "db", sealed.ReasonUpdated, "SealedSecret updated, keys: password")
+	waitEvent(t, ns, "db", sealed.ReasonUpdated, "SealedSecret updated, keys: password")
 	waitRollouts(t, tr, 1)
 	waitRestarted(t, ns, "web", "Secret db (from SealedSecret db) changed (keys: password;")
 	g.Expect(string(get(t, sec).Data["password"])).To(Equal("second value"))
@@ -108,7 +108,7 @@ exec "$CONTROLLER" "$@"`
 	}
 	args := append(unshare, "sh", "-c", script, "sh",
 		"--key-size=2048", "--all-namespaces=false", "--key-renew-period=0",
-		"--listen-addr="+freeAddr(t), "--listen-metrics-addr="+freeAddr(t))
+		"--listen-addr="+fixture.FreeAddr(t), "--listen-metrics-addr="+fixture.FreeAddr(t))
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SA_DIR=" + sa, "CONTROLLER=" + filepath.Join(bin, "controller"),
 		"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port, "POD_NAMESPACE=" + ns}

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -268,15 +267,9 @@ func k8sRSTimes(t *testing.T, d client.Object, last *time.Time) int {
 // in ns, joined.
 func eventNote(t *testing.T, ns, kind, reason string) string {
 	t.Helper()
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
 	var notes []string
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == kind {
-			notes = append(notes, e.Note)
-		}
+	for _, e := range events(t, ns, kind, reason) {
+		notes = append(notes, e.Note)
 	}
 	return strings.Join(notes, "\n")
 }

@@ -118,17 +118,7 @@ func eventNotes(t *testing.T, ns, kind, reason, typ string) string {
 // events returns the Events with reason on objects of kind in ns.
 func events(t *testing.T, ns, kind, reason string) []eventsv1.Event {
 	t.Helper()
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
+	return env.EventsWhere(t, ns, func(e eventsv1.Event) bool { return e.Reason == reason && e.Regarding.Kind == kind })
 }
 
 // TestAlertsOncePerEventAndInert (issue 16, item 7): two replicas in the
@@ -294,8 +284,8 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 		g.Expect(replicaSets(t, &appsv1.Deployment{ObjectMeta: fixture.Meta(ns, name)})).To(Equal(1), "%s not restarted", name)
 	}
 	select {
-	case <-w.done:
-		t.Fatalf("watcher exited: %v", w.cmd.ProcessState)
+	case <-w.Done():
+		t.Fatalf("watcher exited: %v", w.State())
 	default:
 	}
 	hwm := peakRSS(t, w)
@@ -307,7 +297,7 @@ func TestHugeReloadListCostsLittle(t *testing.T) {
 // peakRSS returns the VmHWM of p's process, in bytes.
 func peakRSS(t *testing.T, p *proc) int64 {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestImage(t *testing.T) {
 		cred = &syscall.Credential{Uid: nonroot, Gid: nonroot}
 	}
 	w := startWatcher(t, filepath.Join(rootfs, "watcher"), d, readableKubeconfig(t), cred)
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(w.cmd.Process.Pid) + "/status")
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(w.Pid()) + "/status")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(uid(string(status))).NotTo(Equal("0"), "the image's binary runs as a user that is not root")
 	noForbidden(t, w)

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // reloaderPod runs the watcher binary as the container of Reloader's
@@ -36,21 +37,9 @@ func reloaderPod(t *testing.T, bin string, d *appsv1.Deployment, pod, kubeconfig
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+podEnvValue(t, d.Namespace, pod, c, e))
 	}
-	p := &proc{Logs: &logs{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, c.Args...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start watcher: %v", err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("log of watcher (args %q):\n%s", c.Args, p.Logs)
-		}
-	})
+	cmd := exec.Command(bin, c.Args...)
+	cmd.Env = env
+	p := &proc{Proc: fixture.Start(t, "watcher", cmd)}
 	return p
 }
 
@@ -137,8 +126,8 @@ func waitProbes(t *testing.T, p *proc, urls ...string) {
 				break
 			}
 			select {
-			case <-p.done:
-				t.Fatalf("watcher exited (%v) before %s passed:\n%s", p.cmd.ProcessState, url, p.Logs)
+			case <-p.Done():
+				t.Fatalf("watcher exited (%v) before %s passed:\n%s", p.State(), url, p.Logs)
 			default:
 			}
 			if time.Now().After(deadline) {

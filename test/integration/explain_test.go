@@ -13,8 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/cli"
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/options"
@@ -123,17 +123,7 @@ func TestExplainAndGraph(t *testing.T) {
 // restartEvents returns the Restarted Events of workload name.
 func restartEvents(t *testing.T, ns, name string) []eventsv1.Event {
 	t.Helper()
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Reason == "Restarted" && e.Regarding.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
+	return env.EventsWhere(t, ns, func(e eventsv1.Event) bool { return e.Reason == cause.ReasonRestarted && e.Regarding.Name == name })
 }
 
 // writeKubeconfig writes a kubeconfig for the test API server's admin.

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,22 +33,6 @@ func cmVolume(cm string, items ...string) corev1.Volume {
 		v.ConfigMap.Items = append(v.ConfigMap.Items, corev1.KeyToPath{Key: k, Path: k})
 	}
 	return v
-}
-
-// events returns the notes of the Events of reason on the object named name.
-func events(t *testing.T, ns, name, reason string) []string {
-	t.Helper()
-	var list eventsv1.EventList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
-			out = append(out, e.Note)
-		}
-	}
-	return out
 }
 
 // TestTemplateEditRollsOnce: a template edit that reads one more key of a

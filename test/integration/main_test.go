@@ -7,13 +7,11 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -44,18 +42,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 	klog.SetLogger(klogs.logger())
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	restConfig, err = env.Start()
+	api := &envtest.Environment{BinaryAssetsDirectory: dir}
+	restConfig, err = api.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start kube-apiserver and etcd: %v\n", err)
 		return 1
 	}
-	defer env.Stop()
+	defer api.Stop()
 	k8s, err = client.New(restConfig, client.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	env.Client = k8s
 	return m.Run()
 }
 
@@ -73,46 +72,19 @@ func binDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// logBuffer collects log lines; safe for concurrent use.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
+// logBuffer collects the lines of a logger; safe for concurrent use.
+type logBuffer struct{ lines fixture.Lines }
 
 func (b *logBuffer) logger() logr.Logger {
 	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.lines = append(b.lines, prefix+" "+args)
+		_, _ = b.lines.Write([]byte(prefix + " " + args + "\n"))
 	}, funcr.Options{Verbosity: 1})
 }
 
 // Lines returns the lines logged so far that contain every one of subs.
-func (b *logBuffer) Lines(subs ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-next:
-	for _, l := range b.lines {
-		for _, s := range subs {
-			if !strings.Contains(l, s) {
-				continue next
-			}
-		}
-		out = append(out, l)
-	}
-	return out
-}
+func (b *logBuffer) Lines(subs ...string) []string { return b.lines.Matching(subs...) }
 
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var buf bytes.Buffer
-	for _, l := range b.lines {
-		buf.WriteString(l + "\n")
-	}
-	return buf.String()
-}
+func (b *logBuffer) String() string { return b.lines.String() }
 
 // namespace creates a namespace for one test.
 func namespace(t *testing.T) string { return fixture.Namespace(t, k8s) }

@@ -16,6 +16,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // oddNames are names and keys that the API server accepts in the volumes
@@ -78,7 +79,7 @@ func TestOddReferences(t *testing.T) {
 	oddKeys := track(t, deployment(ns, "odd-keys", oddKeysSpec("cfg", "a")))
 	oddNamed := deployment(ns, "odd-names", oddNamesSpec())
 	create(t, oddNamed)
-	addr := freeAddr(t)
+	addr := fixture.FreeAddr(t)
 	w := startWatcher(t, ns, func(o *options.Options) { o.HealthAddr = addr })
 	// One more arrives through the watch rather than the initial list.
 	oddLater := deployment(ns, "odd-later", oddNamesSpec())

@@ -22,6 +22,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
+	"github.com/watcher-dev/watcher/test/fixture"
 	"github.com/watcher-dev/watcher/test/observe"
 )
 
@@ -111,7 +112,7 @@ func TestRollout(t *testing.T) {
 	create(t, cm)
 	web := track(t, deployment(ns, "web", envFrom("cfg", "")))
 	errs := errorsTotal(t)
-	addr := freeAddr(t)
+	addr := fixture.FreeAddr(t)
 	w := startWatcher(t, ns, func(o *options.Options) { o.HealthAddr = addr })
 	waitAdopted(t, deployment(ns, "web", envFrom("cfg", "")))
 

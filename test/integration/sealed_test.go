@@ -16,6 +16,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/sealed"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // sealedSecretCRD reads Bitnami's own SealedSecret CRD, which hack/crds.sh
@@ -62,7 +63,7 @@ func TestSealedSecrets(t *testing.T) {
 	sec := secret(ns, "db", map[string]string{"password": "s3cr3t-one"})
 	create(t, sec)
 	web := track(t, deployment(ns, "web", envFrom("", "db")))
-	addr := freeAddr(t)
+	addr := fixture.FreeAddr(t)
 	w := startWatcher(t, ns, func(o *options.Options) { o.HealthAddr = addr })
 	waitAdopted(t, deployment(ns, "web", envFrom("", "db")))
 	created, updated, deleted := sealedChanges(sealed.Created), sealedChanges(sealed.Updated), sealedChanges(sealed.Deleted)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/app"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // instance is one watcher running in the test process.
@@ -37,7 +36,7 @@ func startWatcherWith(t *testing.T, cfg *rest.Config, ns string, modify ...func(
 	o.PrintInterval = 0
 	o.Lock = options.LockNone // every instance active; the lock modes have their own tests
 	o.MetricsAddr = "0"
-	o.HealthAddr = freeAddr(t)
+	o.HealthAddr = fixture.FreeAddr(t)
 	// No deployment controller runs here, so no rollout is ever done:
 	// with waves, the eleventh restart of a test would wait forever.
 	// TestWaves* of test/e2e test them.
@@ -82,14 +81,4 @@ func (w *instance) Stop() {
 	w.cancel()
 	w.cancel = nil
 	<-w.done
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
 }

@@ -1,4 +1,4 @@
-package cluster
+package controlplane
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/watcher-dev/watcher/internal/cluster"
 )
 
 const (
@@ -39,7 +42,7 @@ func TestCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := logr.NewContext(t.Context(), testr.New(t))
 	began := time.Now()
-	c, err := Start(ctx, Options{Nodes: 2, Users: []User{{Name: "alice", Groups: []string{"dev"}}}})
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: 2, Users: []cluster.User{{Name: "alice", Groups: []string{"dev"}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
 	t.Logf("cluster started in %s", time.Since(began).Round(time.Millisecond))
@@ -128,9 +131,9 @@ func TestCluster(t *testing.T) {
 
 	t.Run("API answers after RestartAPIServer", func(t *testing.T) {
 		g := NewWithT(t)
-		before := c.pids()["kube-apiserver"]
+		before := c.PIDs()["kube-apiserver"]
 		g.Expect(c.RestartAPIServer(ctx)).To(Succeed())
-		g.Expect(c.pids()["kube-apiserver"]).NotTo(Equal(before))
+		g.Expect(c.PIDs()["kube-apiserver"]).NotTo(Equal(before))
 		g.Expect(processGone(before)).To(BeTrue())
 		_, err := client.AppsV1().Deployments(testNamespace).Get(ctx, "web", metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -138,13 +141,13 @@ func TestCluster(t *testing.T) {
 
 	t.Run("Stop leaves no process and no files", func(t *testing.T) {
 		g := NewWithT(t)
-		pids := c.pids()
+		pids := c.PIDs()
 		g.Expect(pids).To(HaveKey("kwok"))
 		g.Expect(c.Stop()).To(Succeed())
 		for name, pid := range pids {
 			g.Expect(processGone(pid)).To(BeTrue(), "%s (pid %d) still runs", name, pid)
 		}
-		g.Expect(c.dir).NotTo(BeADirectory())
+		g.Expect(filepath.Dir(c.LogDir)).NotTo(BeADirectory(), "the cluster's folder")
 		g.Expect(c.Stop()).To(Succeed(), "second Stop")
 		g.Expect(c.RestartAPIServer(ctx)).NotTo(Succeed(), "restart after Stop")
 	})
@@ -157,14 +160,14 @@ func TestAPIServerOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := logr.NewContext(t.Context(), testr.New(t))
 	began := time.Now()
-	c, err := Start(ctx, Options{APIServerOnly: true, AuditLog: true,
-		Users: []User{{Name: "bob", Groups: []string{"system:masters"}}}})
+	c, err := cluster.Start(ctx, cluster.Options{APIServerOnly: true, AuditLog: true,
+		Users: []cluster.User{{Name: "bob", Groups: []string{"system:masters"}}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
 	t.Logf("etcd and kube-apiserver started in %s", time.Since(began).Round(time.Millisecond))
 
-	g.Expect(c.pids()).To(HaveLen(2))
-	g.Expect(c.pids()).To(HaveKey("kube-apiserver"))
+	g.Expect(c.PIDs()).To(HaveLen(2))
+	g.Expect(c.PIDs()).To(HaveKey("kube-apiserver"))
 	client := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -178,7 +181,7 @@ func TestAPIServerOnly(t *testing.T) {
 		Should(ContainElement("bob list secrets"))
 	g.Expect(auditedRequests(t, c.AuditLogPath)).NotTo(ContainElement(HavePrefix("admin ")))
 	g.Expect(c.Stop()).To(Succeed())
-	for name, pid := range c.pids() {
+	for name, pid := range c.PIDs() {
 		g.Expect(processGone(pid)).To(BeTrue(), "%s (pid %d) still runs", name, pid)
 	}
 }
@@ -192,7 +195,7 @@ func TestStartFailureShowsLog(t *testing.T) {
 		script := "#!/bin/sh\necho \"" + name + ": bad flag --nonsense\" >&2\nexit 3\n"
 		g.Expect(os.WriteFile(dir+"/"+name, []byte(script), 0o755)).To(Succeed())
 	}
-	_, err := Start(t.Context(), Options{BinDir: dir, APIServerOnly: true})
+	_, err := cluster.Start(t.Context(), cluster.Options{BinDir: dir, APIServerOnly: true})
 	g.Expect(err).To(MatchError(ContainSubstring("start etcd")))
 	g.Expect(err).To(MatchError(ContainSubstring("etcd: bad flag --nonsense")))
 }
@@ -243,12 +246,12 @@ type helperReport struct {
 
 // runHelper starts a cluster, reports it on stdout and waits to be killed.
 func runHelper() {
-	c, err := Start(context.Background(), Options{APIServerOnly: true})
+	c, err := cluster.Start(context.Background(), cluster.Options{APIServerOnly: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	report, _ := json.Marshal(helperReport{PIDs: c.pids(), Dir: c.dir})
+	report, _ := json.Marshal(helperReport{PIDs: c.PIDs(), Dir: filepath.Dir(c.LogDir)})
 	fmt.Println(string(report))
 	select {}
 }

@@ -1,4 +1,4 @@
-package lock_test
+package redislock
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 const id = "ConfigMap/shop/web-config/0b6f1c9e-4a3f-4d2b-9a57-3f1e2d4c5b6a@1234"
 
 // newRedis returns a Redis locker of the server with the given prefix and
 // lock TTL, closed when the test ends.
-func newRedis(t *testing.T, r *redisServer, prefix string, ttl time.Duration) *lock.Redis {
+func newRedis(t *testing.T, r *fixture.Redis, prefix string, ttl time.Duration) *lock.Redis {
 	t.Helper()
-	l := lock.NewRedis(lock.RedisConfig{Addr: r.Addr, Timeout: time.Second, TTL: ttl, DoneTTL: time.Minute, Replica: t.Name(), Prefix: prefix})
+	l := lock.NewRedis(lock.RedisConfig{Addr: r.Addr(), Timeout: time.Second, TTL: ttl, DoneTTL: time.Minute, Replica: t.Name(), Prefix: prefix})
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -39,7 +40,7 @@ func acquire(t *testing.T, ctx context.Context, l lock.Locker, want lock.Outcome
 // once instead of after the TTL.
 func TestReleaseAfterCancel(t *testing.T) {
 	srv := startRedis(t)
-	raw := srv.Client(t)
+	raw := client(t, srv)
 	cfg := lock.RedisConfig{Prefix: lock.Prefix("watcher", "watcher", "k1")}
 	for _, tt := range []struct {
 		name      string
@@ -95,7 +96,7 @@ func TestRefreshKeepsSlowHolder(t *testing.T) {
 // lock alone.
 func TestLostLockReportsExpired(t *testing.T) {
 	srv := startRedis(t)
-	raw := srv.Client(t)
+	raw := client(t, srv)
 	const ttl = 300 * time.Millisecond
 	cfg := lock.RedisConfig{Prefix: lock.Prefix("watcher", "watcher", "k1")}
 	a, b := newRedis(t, srv, cfg.Prefix, ttl), newRedis(t, srv, cfg.Prefix, ttl)
@@ -121,7 +122,7 @@ func TestLostLockReportsExpired(t *testing.T) {
 // markers; replicas of one installation see both.
 func TestPrefixesApart(t *testing.T) {
 	srv := startRedis(t)
-	raw := srv.Client(t)
+	raw := client(t, srv)
 	mine := lock.Prefix("shop", "watcher", "1a2b3c4d")
 	for _, tt := range []struct {
 		name, other string

@@ -1,6 +1,4 @@
-// Package hack holds the scripts of the build and the tests (see the
-// Makefile); this test checks their lock on the cache.
-package hack
+package scripts
 
 import (
 	"os"
@@ -10,6 +8,9 @@ import (
 	"sync"
 	"testing"
 )
+
+// hack is the folder of the scripts, from this package's folder.
+var hack = filepath.Join("..", "..", "..", "hack")
 
 // stubGo stands for the go command in the scripts' PATH: a build waits a
 // little (long enough for a second run to start meanwhile), then writes
@@ -68,7 +69,7 @@ func TestScriptsBuildOnceAtOnce(t *testing.T) {
 			}
 			log := filepath.Join(stub, "log")
 			run := func() (string, error) {
-				cmd := exec.Command("bash", tt.script)
+				cmd := exec.Command("bash", filepath.Join(hack, tt.script))
 				cmd.Env = append(os.Environ(), "WATCHER_CACHE="+cache, "STUB_LOG="+log, "STUB_DIR="+stub,
 					"PATH="+stub+string(os.PathListSeparator)+os.Getenv("PATH"))
 				out, err := cmd.Output()
