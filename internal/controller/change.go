@@ -55,7 +55,7 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 	// The lock names this version of this object (lock.ID). A deletion has
 	// no version left: it is never marked done (see below), so that the
 	// deletion of the object created again later is not taken for this one.
-	id := lock.DeletedID(req.Kind, req.Namespace, req.Name)
+	id := lock.DeletedID(req.Kind, req.Namespace, req.Name, "")
 	if obj != nil {
 		id = lock.ID(req.Kind, obj)
 	}

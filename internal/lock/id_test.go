@@ -16,7 +16,8 @@ func TestID(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{lock.ID("Secret", obj), "Secret/shop/db/1234-abcd@42"},
 		{lock.ID("SealedSecret", obj), "SealedSecret/shop/db/1234-abcd@42"},
-		{lock.DeletedID("ConfigMap", "shop", "db"), "ConfigMap/shop/db@deleted"},
+		{lock.DeletedID("ConfigMap", "shop", "db", ""), "ConfigMap/shop/db@deleted"},
+		{lock.DeletedID("SealedSecret", "shop", "db", "1234-abcd"), "SealedSecret/shop/db/1234-abcd@deleted"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -156,7 +156,7 @@ func (w *Watcher) report(ctx context.Context, old, cur any) {
 	var id string
 	if event == Deleted {
 		obj = old.(*metav1.PartialObjectMetadata)
-		id = lock.DeletedID(GVK.Kind, obj.Namespace, obj.Name)
+		id = lock.DeletedID(GVK.Kind, obj.Namespace, obj.Name, obj.UID)
 	} else {
 		obj = cur.(*metav1.PartialObjectMetadata)
 		id = lock.ID(GVK.Kind, obj)

@@ -65,7 +65,7 @@ func TestWatcherClaims(t *testing.T) {
 	}
 	want := []string{
 		lock.ID(sealed.GVK.Kind, created), lock.ID(sealed.GVK.Kind, updated),
-		lock.DeletedID(sealed.GVK.Kind, "shop", "db"),
+		lock.DeletedID(sealed.GVK.Kind, "shop", "db", "u1"),
 	}
 	if want[0] != "SealedSecret/shop/db/u1@7" {
 		t.Fatalf("lock.ID = %q", want[0])
