@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/gather"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -124,17 +125,7 @@ func (r *Reconciler) facts(key workload.Key, obj client.Object) (*gathered, erro
 	}
 	w := &gathered{key: key, obj: obj, uid: obj.GetUID(), version: obj.GetResourceVersion(), applied: applied, dry: r.dryFor(obj, applied), onDelete: workload.OnDelete(obj)}
 	w.strategy, w.badStrategy = r.strategyOf(obj, applied) // strategy.go
-	w.in = plan.Input{
-		Rules:           r.rules,
-		Annotations:     optin.Of(obj),
-		OptInOnly:       kindOf(obj).Recreate,
-		Controlled:      kindOf(obj).Controlled(obj),
-		Policies:        applied.Named,
-		Refs:            uses,
-		Configs:         map[string]plan.Config{},
-		RestartOnCreate: r.Config.RestartOnCreate,
-		ReloadOnDelete:  r.Config.ReloadOnDelete,
-	}
+	w.in = gather.Input(r.gatherOptions(), obj, uses, applied.Named)
 	return w, nil
 }
 
@@ -143,27 +134,24 @@ func (r *Reconciler) facts(key workload.Key, obj client.Object) (*gathered, erro
 func (r *Reconciler) input(ctx context.Context, w *gathered) error {
 	obj, in := w.obj, &w.in
 	w.findings = append(w.findings, func(ctx context.Context) { r.checkAnnotations(ctx, obj) })
-	if s, ok := obj.GetAnnotations()[plan.RecordAnnotation]; ok {
-		var err error
-		switch in.Recorded, err = plan.ParseRecord(s); {
-		case err != nil:
-			w.findings = append(w.findings, func(ctx context.Context) {
-				ctrl.LoggerFrom(ctx).Error(err, "Ignoring unreadable record; adopting the workload as new")
-				metrics.Errors.WithLabelValues("record").Inc()
-			})
-		case obj.GetAnnotations()[plan.HashKeyAnnotation] != r.Config.Hasher.ID():
-			// Another replica may already have the installation's new key:
-			// adopting its record would lose the change it stands for.
-			if err := r.Config.Key.Verify(ctx); err != nil {
-				return err
-			}
-			w.findings = append(w.findings, func(ctx context.Context) {
-				ctrl.LoggerFrom(ctx).Info("Record made with another hash key; adopting the workload as new")
-			})
-			in.Recorded = nil
+	rec := gather.Record(obj.GetAnnotations(), r.Config.Hasher.ID())
+	switch rec.State {
+	case gather.RecordUnreadable:
+		w.findings = append(w.findings, func(ctx context.Context) {
+			ctrl.LoggerFrom(ctx).Error(rec.Err, "Ignoring unreadable record; adopting the workload as new")
+			metrics.Errors.WithLabelValues("record").Inc()
+		})
+	case gather.RecordOtherKey:
+		// Another replica may already have the installation's new key:
+		// adopting its record would lose the change it stands for.
+		if err := r.Config.Key.Verify(ctx); err != nil {
+			return err
 		}
-		in.Version = plan.ParseVersion(obj.GetAnnotations()[plan.VersionAnnotation], in.Recorded)
+		w.findings = append(w.findings, func(ctx context.Context) {
+			ctrl.LoggerFrom(ctx).Info("Record made with another hash key; adopting the workload as new")
+		})
 	}
+	in.Recorded, in.Version = rec.Record, rec.Version
 	if w.dryRecord, w.dryKnown = w.dry.record(obj); w.dryKnown {
 		in.Recorded, in.Version = w.dryRecord, "" // what watcher would have written
 	}
@@ -179,6 +167,11 @@ func (r *Reconciler) input(ctx context.Context, w *gathered) error {
 	}
 	r.mounted(obj, in)
 	return nil
+}
+
+// gatherOptions are the settings every input is built with.
+func (r *Reconciler) gatherOptions() gather.Options {
+	return gather.Options{Rules: r.rules, RestartOnCreate: r.Config.RestartOnCreate, ReloadOnDelete: r.Config.ReloadOnDelete}
 }
 
 // current tells whether w, gathered a moment ago, still holds for cached,
