@@ -123,7 +123,8 @@ func (r *Reconciler) facts(key workload.Key, obj client.Object) (*gathered, erro
 	if err != nil {
 		return nil, err
 	}
-	w := &gathered{key: key, obj: obj, uid: obj.GetUID(), version: obj.GetResourceVersion(), applied: applied, dry: r.dryFor(obj, applied), onDelete: workload.OnDelete(obj)}
+	w := &gathered{key: key, obj: obj, uid: obj.GetUID(), version: obj.GetResourceVersion(),
+		applied: applied, dry: r.dryFor(obj, applied), onDelete: workload.OnDelete(obj)}
 	w.strategy, w.badStrategy = r.strategyOf(obj, applied) // strategy.go
 	w.in = gather.Input(r.gatherOptions(), obj, uses, applied.Named)
 	return w, nil

@@ -144,7 +144,7 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 		w.obj = cached.DeepCopy()
 	} else {
 		known = nil
-		w, gerr = r.gather(ctx, key, cached.DeepCopy())
+		w, gerr = r.facts(key, cached.DeepCopy()) // the input: in reconcile
 	}
 	// The guards are told whether its rollout shows only in its pods
 	// (evictStep tells them of it then).
@@ -169,7 +169,7 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 			return plan.Plan{}, stored, client.IgnoreNotFound(err)
 		}
 		known = nil
-		w, gerr = r.gather(ctx, key, obj)
+		w, gerr = r.facts(key, obj)
 	}
 	if apierrors.IsNotFound(err) {
 		return plan.Plan{}, stored, nil
@@ -191,21 +191,24 @@ type adoption struct {
 // decisions of one walk).
 var decide = plan.Decide
 
-// reconcile decides and applies for the workload w; known, when set, is
-// the decision the triage of a change made from w. adopt: its namespace
-// was just selected, and what was written before restarts nothing
-// (namespaces.go).
+// reconcile decides and applies for the workload w, its input completed
+// first (input) unless known, the triage of a change, decided from w.
+// adopt: its namespace was just selected, and what was written before
+// restarts nothing (namespaces.go).
 func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged, adopt adoption) (plan.Plan, error) {
 	if err := r.Config.Key.Current(); err != nil {
 		return plan.Plan{}, err
 	}
-	w.report(ctx)
 	var p plan.Plan
 	if known != nil {
 		p = known.p
 	} else {
+		if err := r.input(ctx, w); err != nil { // gather.go
+			return plan.Plan{}, err
+		}
 		p = decide(w.in)
 	}
+	w.report(ctx)
 	if adopt.on && p.Action == plan.Restart {
 		before := len(p.Changes)
 		p = adopted(p, w.in.Configs, adopt.since)

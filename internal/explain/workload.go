@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/gather"
 	"github.com/watcher-dev/watcher/internal/object"
@@ -12,7 +14,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The states of a workload's record (WorkloadReport.Record), read as the
