@@ -27,12 +27,6 @@ import (
 // or that is too large to keep while it is re-created.
 const ReasonRecreateFailed = "RecreateFailed"
 
-// kindOf returns the workload kind of obj; the zero Kind for none.
-func kindOf(obj client.Object) workload.Kind {
-	k, _ := workload.Of(obj)
-	return k
-}
-
 // write sends what p decided for obj: one patch, or, for the restart of a
 // kind whose template cannot be changed (a Job), its re-creation
 // (recreate). It returns the workload as the write left it: the new Job
