@@ -30,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/sealed"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -160,9 +161,25 @@ func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (r
 		if err != nil {
 			return nil, err
 		}
+		// What a change does to a user is decided with every object it
+		// uses, as the controller decides it: those of its users are read,
+		// once each.
+		read := map[string]explain.Config{cfg.ID(): cfg}
 		ws := make([]explain.Workload, 0, len(users))
 		for _, u := range users {
-			ws = append(ws, explain.Workload{Object: u})
+			w := explain.Workload{Object: u, Configs: map[string]explain.Config{}}
+			origins, err := s.Resolver.Explain(u, s.Configs)
+			if err == nil && slices.ContainsFunc(origins, func(o resolve.Origin) bool { return o.Ref.ID() == cfg.ID() }) {
+				for _, o := range origins {
+					c, ok := read[o.Ref.ID()]
+					if !ok {
+						c = r.config(ctx, o.Ref.Kind, r.namespace, o.Ref.Name, true)
+						read[o.Ref.ID()] = c
+					}
+					w.Configs[o.Ref.ID()] = c
+				}
+			}
+			ws = append(ws, w)
 		}
 		return explain.ExplainConfig(s, cfg, ws), nil
 	}

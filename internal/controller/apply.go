@@ -21,11 +21,13 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// apply carries out p, decided from in, on obj with at most one patch. Every
-// patch carries obj's resourceVersion, so it fails with a conflict instead of
-// acting on a stale decision.
-func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Object, in plan.Input, p plan.Plan) error {
+// apply carries out p, decided from w, on obj (w's workload; for a Job,
+// as jobFacts read it) with at most one patch. Every patch carries obj's
+// resourceVersion, so it fails with a conflict instead of acting on a
+// stale decision.
+func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, p plan.Plan) error {
 	log := ctrl.LoggerFrom(ctx)
+	key, in := w.key, w.in
 	for _, c := range p.Ignored {
 		_, rule := in.Rules.Evaluate(in, c.Ref)
 		log.V(1).Info("Change ignored: the object opted out", "source", c.Ref.Object(key.Namespace).String(), "reason", rule)
@@ -33,28 +35,24 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 	if len(p.Missing) > 0 {
 		r.missing(ctx, key, obj, p.Missing)
 	}
-	applied, err := r.applied(obj, in.Refs)
-	if err != nil {
-		return err
-	}
-	strategy := r.strategy(ctx, obj, r.defaultStrategy(applied))
-	if d := r.dryFor(obj, applied); d != nil {
+	strategy := r.strategy(ctx, obj, w.strategy, w.badStrategy) // strategy.go
+	if w.dry != nil {
 		// Dry-run writes nothing, so it holds nothing either: the guards
 		// are not asked (a wave slot would never be freed).
 		if p.Action != plan.None {
-			r.dryApply(ctx, d, key, obj, p)
+			r.dryApply(ctx, w.dry, key, obj, p)
 		}
 		return nil
 	}
-	onDelete := workload.OnDelete(obj) // before the patch replaces obj
-	if _, evicts := strategy.(restart.Evict); evicts {
+	onDelete := w.onDelete
+	if _, evicts := w.strategy.(restart.Evict); evicts {
 		onDelete = "" // watcher replaces the pods itself (evictStep)
 	}
 	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
 	if p.Action == plan.None || !admitted {
 		return nil
 	}
-	obj, err = r.write(ctx, key, obj, p, strategy, req) // job.go
+	obj, err := r.write(ctx, key, obj, p, strategy, req) // job.go
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)
 	}
@@ -81,22 +79,10 @@ func (r *Reconciler) apply(ctx context.Context, key workload.Key, obj client.Obj
 			// no pod until it is deleted: no restart to count.
 			return nil
 		}
-		r.restartedForPolicies(applied, key, p)
+		r.restartedForPolicies(w.applied, key, p)
 		r.cronJobs.Run(ctx, key, obj, p.Record.RestartID())
 	}
 	return nil
-}
-
-// strategy returns the restart strategy of obj, def when its annotation
-// names none. An unknown one on the workload is reported whenever the
-// workload is handled, like a malformed opt-out, and never blocks it: def
-// is used.
-func (r *Reconciler) strategy(ctx context.Context, obj client.Object, def restart.Strategy) restart.Strategy {
-	s, err := restart.For(obj, def)
-	if err != nil {
-		r.invalidAnnotation(ctx, obj, err)
-	}
-	return s
 }
 
 // Event reasons (those of restarts are package cause's).

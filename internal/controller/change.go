@@ -117,8 +117,9 @@ func (r *Reconciler) processChange(ctx context.Context, req Change) (_ reconcile
 // changeUsers decides, from the store, for every workload that uses the
 // object of req; says what changed and why the change restarts nothing where
 // it does not; then reconciles the workloads that have something to do
-// (each decided again, and verified against the API server before a
-// restart).
+// with what was gathered and decided for them (decided again only if the
+// store changed since, and verified against the API server before a
+// restart when it may lag).
 //
 // meta is true when only the object's labels or annotations changed: its
 // users record it as it is now, and nothing is counted as a data change.
@@ -143,6 +144,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 	var errs []error
 	var keys []string
 	var act []workload.Key
+	known := map[workload.Key]*triaged{}
 	ignoredBy := "" // the rule that ignored the change, for some user
 	if err := r.Config.Key.Current(); err != nil {
 		return false, err
@@ -150,13 +152,14 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 	for _, u := range users {
 		key := workload.Key{Kind: u.Kind, Namespace: u.Obj.Namespace, Name: u.Obj.Name}
 		// Decided quietly: what is malformed is reported once, when the
-		// workload is reconciled below.
-		in, err := r.gather(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), u.Obj, false)
+		// decision is applied below.
+		w, err := r.gather(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key, u.Obj)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p := plan.Decide(in)
+		in := w.in
+		p := decide(in)
 		keys = append(keys, changedKeys(p, id)...)
 		ignoredHere := "" // counted once per change, below
 		if i := slices.IndexFunc(p.Ignored, func(c plan.Change) bool { return c.Ref.ID() == id }); i >= 0 {
@@ -169,10 +172,11 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 		}
 		if p.Action != plan.None || len(p.Missing) > 0 {
 			act = append(act, key)
+			known[key] = &triaged{w: w, p: p}
 		} else {
 			// Nothing left to restart (a change reverted): no policy lists
 			// it as pending.
-			r.decidedForPolicies(u.Obj, in.Refs, key, p)
+			r.decidedForPolicies(w, p)
 		}
 	}
 	slices.Sort(keys)
@@ -188,7 +192,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 		log.Info("Change restarts nothing: the object opted out", "object", req.String(), "reason", ignoredBy)
 	}
 	for _, key := range hold.InWaveOrder(act, r.cached) {
-		_, err := r.reconcileWorkload(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key)
+		_, _, err := r.walk(ctrl.LoggerInto(ctx, log.WithValues("workload", key.String())), key, known[key])
 		// A workload that can never be written was reported; it must not
 		// stop the change from being retried for the others.
 		if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {

@@ -51,15 +51,25 @@ const (
 //
 // The pods are old if created before the API server's time of the
 // restart's write (evict.ServerTime), watcher's own clock only for a
-// restart written before that time was kept.
-func (r *Reconciler) evictStep(ctx context.Context, key workload.Key) (reconcile.Result, error) {
+// restart written before that time was kept. Whether the workload is
+// restarted by eviction is read from w, what its walk gathered, unless
+// the store holds another version of it now.
+func (r *Reconciler) evictStep(ctx context.Context, key workload.Key, w *gathered) (reconcile.Result, error) {
 	kind, _ := workload.ByName(key.Kind)
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
 	if err == nil && cached == nil {
 		r.evicted.Forget(key) // deleted
 	}
-	if err != nil || cached == nil || !r.evicts(key, cached) {
+	if err != nil || cached == nil {
 		return reconcile.Result{}, err
+	}
+	if w == nil || !w.of(cached) {
+		if w, err = r.facts(key, cached); err != nil {
+			return reconcile.Result{}, nil
+		}
+	}
+	if !w.evicts() {
+		return reconcile.Result{}, nil
 	}
 	at, ok := r.guards.RestartedAt(cached)
 	if !ok || at.Unix() <= 0 {
@@ -202,26 +212,12 @@ func restartOptions(s restart.Strategy, p plan.Plan) []client.PatchOption {
 	return nil
 }
 
-// evicts reports whether obj, the workload key from the store, has its
-// pods evicted by watcher to restart: of an Evictable kind (a Deployment,
-// StatefulSet or DaemonSet; an Argo Rollout's evict is Argo's restartAt, a
-// CronJob has no pods of its own) whose strategy (annotation, policies, flag) is evict,
-// not in dry-run.
+// evicts reports whether obj, the workload key as the store holds it, has
+// its pods evicted by watcher to restart (gathered.evicts), for the
+// guards' restore, which looks at every workload of a kind once.
 func (r *Reconciler) evicts(key workload.Key, obj client.Object) bool {
-	if k, ok := workload.ByName(key.Kind); !ok || !k.Evictable {
-		return false
-	}
-	uses, err := r.resolve.Resolve(obj, r.Store)
-	if err != nil {
-		return false
-	}
-	applied, err := r.applied(obj, uses)
-	if err != nil || r.dryFor(obj, applied) != nil {
-		return false
-	}
-	s, _ := restart.For(obj, r.defaultStrategy(applied)) // reported by apply
-	_, ok := s.(restart.Evict)
-	return ok
+	w, err := r.facts(key, obj)
+	return err == nil && w.evicts()
 }
 
 // touching is the handler h of a workload kind's events that first tells

@@ -15,11 +15,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// kindOf returns the workload kind of obj; the zero Kind for none.
-func kindOf(obj client.Object) workload.Kind {
-	k, _ := workload.Of(obj)
-	return k
-}
 
 // write sends what p decided for obj: one patch, or, for the restart of a
 // kind whose template cannot be changed (a Job), its re-creation

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/gather"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -31,11 +32,5 @@ func (r *Reconciler) mounted(obj client.Object, in *plan.Input) {
 	for _, rep := range r.mounts.Reports(key, func(class string) bool { return csi.OptedIn(in.Annotations, class) }) {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, csi.ReasonOverLimit, "Watch", "%s", rep.Note())
 	}
-	classes, configs := csi.Refs(r.mounts.Mounted(key), in.Recorded, in.Annotations)
-	for _, ref := range classes {
-		if _, dup := in.Configs[ref.ID()]; !dup {
-			in.Refs = append(in.Refs, ref)
-			in.Configs[ref.ID()] = configs[ref.ID()]
-		}
-	}
+	gather.Mounted(in, r.mounts.Mounted(key))
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
-	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -77,13 +76,17 @@ func (s policySource) WaitForSync(ctx context.Context) error {
 }
 
 // applied returns what the policies that apply to obj, a workload whose
-// references are uses, say.
+// references are uses, say: the policy lookup, once per walk (gather).
 func (r *Reconciler) applied(obj client.Object, uses []refs.Ref) (policy.Applied, error) {
 	if r.Config.Policies == nil || r.Config.Policies.Index == nil {
 		return policy.Applied{}, nil
 	}
-	return r.Config.Policies.Index.For(obj, uses, r.Store)
+	return policiesFor(r.Config.Policies.Index, obj, uses, r.Store)
 }
+
+// policiesFor is policy.Index.For (a variable for the tests that count the
+// policy lookups of one walk).
+var policiesFor = (*policy.Index).For
 
 // dryFor returns the dry-run memory obj is decided with: --dry-run's for
 // every workload; else, for a workload a dry-run ReloadPolicy applies to
@@ -105,15 +108,6 @@ func (r *Reconciler) dryFor(obj client.Object, a policy.Applied) *dryRun {
 	return nil
 }
 
-// defaultStrategy returns the strategy of obj when its annotation names
-// none: that of the policies that apply to it, else --restart-strategy.
-func (r *Reconciler) defaultStrategy(a policy.Applied) restart.Strategy {
-	if s, ok := restart.ByName(a.Strategy); ok {
-		return s
-	}
-	return r.Config.Strategy
-}
-
 // restartedForPolicies tells the status writer that the workload key was
 // restarted for the changes of p.
 func (r *Reconciler) restartedForPolicies(a policy.Applied, key workload.Key, p plan.Plan) {
@@ -129,20 +123,16 @@ func (r *Reconciler) restartedForPolicies(a policy.Applied, key workload.Key, p 
 	}
 }
 
-// decidedForPolicies tells the status writer that the workload key was
+// decidedForPolicies tells the status writer that the workload w was
 // decided (p) and the decision carried out: with no restart left to
 // write, the policies no longer list it as pending (its change was
 // reverted, or the restart written); with its record changed, policies
 // waiting for a missing source or target look again.
-func (r *Reconciler) decidedForPolicies(obj client.Object, uses []refs.Ref, key workload.Key, p plan.Plan) {
-	if r.Config.Policies == nil || r.Config.Policies.Status == nil {
+func (r *Reconciler) decidedForPolicies(w *gathered, p plan.Plan) {
+	if r.Config.Policies == nil || r.Config.Policies.Status == nil || len(w.applied.Policies) == 0 {
 		return
 	}
-	a, err := r.applied(obj, uses)
-	if err != nil || len(a.Policies) == 0 {
-		return
-	}
-	r.Config.Policies.Status.Decided(a.Policies, key, p.Action == plan.Restart, p.Action != plan.None)
+	r.Config.Policies.Status.Decided(w.applied.Policies, w.key, p.Action == plan.Restart, p.Action != plan.None)
 }
 
 // coalesce returns how long the changes of obj, a ConfigMap or Secret of

@@ -18,6 +18,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -98,7 +99,8 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := plan.Record{"ConfigMap/cfg": nil}
-	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, r.Config.Strategy), "")
+	s, err := r.strategyOf(obj, policy.Applied{})
+	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, s, err), "")
 	if err := apiServer.Patch(context.Background(), obj, client.RawPatch(pt, patch)); err != nil {
 		t.Fatal(err)
 	}

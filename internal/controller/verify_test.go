@@ -124,11 +124,11 @@ func testVerifyRestarts(t *testing.T, ctx context.Context, r *Reconciler, st *st
 
 	// The store alone says restart: the scenario is real.
 	cached, _ := st.Get("Deployment", "ns", "web")
-	in, err := r.gather(ctx, cached, true)
+	w, err := r.gather(ctx, key, cached)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := plan.Decide(in); p.Action != plan.Restart {
+	if p := plan.Decide(w.in); p.Action != plan.Restart {
 		t.Fatalf("from the store: %v, want restart", p.Action)
 	}
 

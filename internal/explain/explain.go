@@ -2,9 +2,10 @@
 // ConfigMap or a Secret, and draws which workloads use which objects. It is
 // pure: the caller (package cli, the watcher graph and watcher explain
 // commands) reads the objects from a cluster, and this package decides with
-// the same resolver (resolve.Standard), rule chain (plan.NewChain) and
-// decision (plan.Decide) as the controller, so that what it reports is what
-// the controller would do.
+// the same resolver (resolve.Standard), rule chain (plan.NewChain), gatherer
+// (package gather: the record, the input, what a change does) and decision
+// (plan.Decide) as the controller, so that what it reports is what the
+// controller would do.
 //
 // Nothing it returns holds a Secret value: ConfigMaps and Secrets reach it
 // as key names and keyed hashes (hash.NamespaceKey: keyed with the key of

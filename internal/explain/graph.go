@@ -7,8 +7,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/optin"
-	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -65,7 +63,7 @@ func BuildGraph(s Settings, workloads []client.Object, config func(kind refs.Kin
 			gw.Error = err.Error()
 		}
 		where := paths(obj, origins)
-		in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Controlled: kind.Controlled(obj), Policies: s.named(obj, refsOf(origins))}
+		in := s.input(obj, refsOf(origins))
 		for _, o := range origins {
 			key := obj.GetNamespace() + "/" + o.Ref.ID()
 			cfg := config(o.Ref.Kind, obj.GetNamespace(), o.Ref.Name)

@@ -129,7 +129,11 @@ func (r ConfigReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", k.Key, line)
 	}
-	fmt.Fprintf(tw, "  (a new key)\t%s\n", dash(strings.Join(r.NewKey, ", ")))
+	line := dash(strings.Join(r.NewKey, ", "))
+	if len(r.NewKeyOnDelete) > 0 {
+		line += "; template only, pods roll when deleted: " + strings.Join(r.NewKeyOnDelete, ", ")
+	}
+	fmt.Fprintf(tw, "  (a new key)\t%s\n", line)
 	return tw.Flush()
 }
 

@@ -2,27 +2,28 @@ package explain
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/watcher-dev/watcher/internal/cause"
-	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/gather"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// The states of a workload's record (WorkloadReport.Record).
+// The states of a workload's record (WorkloadReport.Record), read as the
+// controller reads it (gather.Record).
 const (
-	RecordAbsent     = "absent"     // never adopted: watcher adopts it, no restart
-	RecordCurrent    = "current"    // made with the installation's hash key
-	RecordOtherKey   = "other-key"  // made with another key: adopted again, no restart
-	RecordUnreadable = "unreadable" // not valid JSON: adopted again, no restart
-	RecordUnknownKey = "unknown"    // present, but the hash key could not be read
+	RecordAbsent     = gather.RecordAbsent     // never adopted: watcher adopts it, no restart
+	RecordCurrent    = gather.RecordCurrent    // made with the installation's hash key
+	RecordOtherKey   = gather.RecordOtherKey   // made with another key: adopted again, no restart
+	RecordUnreadable = gather.RecordUnreadable // not valid JSON: adopted again, no restart
+	RecordUnknownKey = gather.RecordUnknownKey // present, but the hash key could not be read
 )
 
 // The states of a referenced object (Use.State).
@@ -147,36 +148,13 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("find the references of %s %s/%s: %w", rep.Kind, rep.Namespace, rep.Name, err)
 	}
-	in := plan.Input{Rules: s.Rules, Annotations: optin.Of(obj), OptInOnly: kind.Recreate, Controlled: kind.Controlled(obj), Configs: map[string]plan.Config{},
-		RestartOnCreate: s.RestartOnCreate, ReloadOnDelete: s.ReloadOnDelete}
-	for _, o := range origins {
-		if !o.Ignored {
-			in.Refs = append(in.Refs, o.Ref)
-		}
-	}
-	in.Policies = s.named(obj, in.Refs)
-	rep.Record, in.Recorded = s.record(obj, &rep.Notes)
-	decidable := s.HashKeyID != ""
-	if !decidable {
+	g := s.gather(w, origins, &rep.Notes)
+	in := g.in
+	rep.Record, rep.Uses = g.record, g.uses
+	decidable := g.ok
+	if s.HashKeyID == "" {
+		decidable = false
 		rep.Notes = append(rep.Notes, "hashes not compared: "+s.HashKeyProblem)
-	}
-	where := paths(obj, origins)
-	for _, o := range origins {
-		u, cfg, ok := s.use(in, o, w.Configs[o.Ref.ID()], where[o.Ref.ID()])
-		if !ok {
-			decidable = false
-		}
-		if !o.Ignored {
-			in.Configs[o.Ref.ID()] = cfg
-		}
-		rep.Uses = append(rep.Uses, u)
-	}
-	// The SecretProviderClasses recorded count as unchanged: explain reads
-	// no SecretProviderClassPodStatus (see package csi).
-	classes, configs := csi.Refs(nil, in.Recorded, in.Annotations)
-	for _, ref := range classes {
-		in.Refs = append(in.Refs, ref)
-		in.Configs[ref.ID()] = configs[ref.ID()]
 	}
 	rep.OnDelete = workload.OnDelete(obj)
 	rep.Excluded = s.watched(obj)
@@ -206,24 +184,53 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	return rep, nil
 }
 
-// record reads obj's record as the controller does: one made with another
-// hash key, or unreadable, is no record.
-func (s Settings) record(obj interface{ GetAnnotations() map[string]string }, notes *[]string) (string, plan.Record) {
-	v, ok := obj.GetAnnotations()[plan.RecordAnnotation]
-	if !ok {
-		return RecordAbsent, nil
+// gathered is what explain knows of a workload, read as the controller
+// reads it (package gather).
+type gathered struct {
+	// in is the input of plan.Decide.
+	in plan.Input
+	// record is the state of its record (gather.Recorded.State).
+	record string
+	// uses describe the references found, in the order of the origins.
+	uses []Use
+	// ok is false when an object it uses could not be read.
+	ok bool
+}
+
+// input returns the input of plan.Decide for obj, whose references are
+// uses, as the controller starts it (gather.Input).
+func (s Settings) input(obj client.Object, uses []refs.Ref) plan.Input {
+	o := gather.Options{Rules: s.Rules, RestartOnCreate: s.RestartOnCreate, ReloadOnDelete: s.ReloadOnDelete}
+	return gather.Input(o, obj, uses, s.named(obj, uses))
+}
+
+// gather builds the input of plan.Decide for w, whose references are
+// origins, as the controller builds it (package gather): the objects of
+// w.Configs stand for those of the controller's store, and the
+// SecretProviderClasses recorded count as unchanged (explain reads no
+// SecretProviderClassPodStatus, see package csi). An unreadable record is
+// said in notes.
+func (s Settings) gather(w Workload, origins []resolve.Origin, notes *[]string) gathered {
+	obj := w.Object
+	in := s.input(obj, refsOf(origins))
+	rec := gather.Record(obj.GetAnnotations(), s.HashKeyID)
+	if rec.Err != nil {
+		*notes = append(*notes, "unreadable record: "+rec.Err.Error())
 	}
-	r, err := plan.ParseRecord(v)
-	switch {
-	case err != nil:
-		*notes = append(*notes, "unreadable record: "+err.Error())
-		return RecordUnreadable, nil
-	case s.HashKeyID == "":
-		return RecordUnknownKey, r
-	case obj.GetAnnotations()[plan.HashKeyAnnotation] != s.HashKeyID:
-		return RecordOtherKey, nil
+	in.Recorded, in.Version = rec.Record, rec.Version
+	g := gathered{record: rec.State, ok: true}
+	where := paths(obj, origins)
+	for _, o := range origins {
+		u, cfg, ok := s.use(in, o, w.Configs[o.Ref.ID()], where[o.Ref.ID()])
+		g.ok = g.ok && ok
+		if !o.Ignored {
+			in.Configs[o.Ref.ID()] = cfg
+		}
+		g.uses = append(g.uses, u)
 	}
-	return RecordCurrent, r
+	gather.Mounted(&in, nil)
+	g.in = in
+	return g
 }
 
 // use describes the reference of origin o to cfg, and returns the object's
@@ -256,7 +263,10 @@ func (s Settings) use(in plan.Input, o resolve.Origin, cfg Config, where []Path)
 	return u, pc, ok
 }
 
-// hashes compares the record of u with the object now, key by key.
+// hashes compares the record of u with the object now, key by key, as
+// plan.Decide compares them (plan.CompareKeys): the keys the pods read
+// that the object has, and those recorded that it lacks now (or that the
+// pods no longer read, from an entry that read every key).
 func hashes(in plan.Input, u Use) []KeyHash {
 	ref := refs.Ref{Kind: refs.Kind(u.Kind), Name: u.Name, AllKeys: u.AllKeys, Keys: u.Keys}
 	if u.Verdict == plan.Drop.String() {
@@ -270,39 +280,28 @@ func hashes(in plan.Input, u Use) []KeyHash {
 	if old != nil && old.Digest != "" {
 		return []KeyHash{{Key: "*", Recorded: short(old.Digest), Status: "summarized"}}
 	}
-	now := map[string]string{}
-	for k, h := range cur.Keys {
-		if ref.Uses(k) {
-			now[k] = h
+	out := []KeyHash{}
+	for _, d := range plan.CompareKeys(ref, old, cur.Keys) {
+		isNow := d.Read && d.Present
+		if !isNow && !(d.InRecord && (d.Read || old.All)) {
+			continue
 		}
-	}
-	var was map[string]string
-	if old != nil {
-		was = old.Keys
-	}
-	keys := slices.Sorted(maps.Keys(now))
-	for k := range was {
-		if _, ok := now[k]; !ok && (ref.Uses(k) || old.All) {
-			keys = append(keys, k)
+		h := ""
+		if isNow {
+			h = d.New
 		}
-	}
-	slices.Sort(keys)
-	out := make([]KeyHash, 0, len(keys))
-	for _, k := range keys {
-		h, isNow := now[k]
-		o, wasRead := was[k]
-		kh := KeyHash{Key: k, Recorded: short(o), Current: short(h)}
+		kh := KeyHash{Key: d.Key, Recorded: short(d.Old), Current: short(h)}
 		switch {
-		case !recorded || (old != nil && !wasRead && !old.All):
+		case !recorded || (old != nil && !d.InRecord && !old.All):
 			kh.Status = "not-recorded"
-		case !wasRead || o == "":
+		case !d.InRecord || d.Old == "":
 			kh.Status = "added"
 			if !isNow || h == "" {
 				kh.Status = "same" // read but absent, then and now
 			}
 		case !isNow || h == "":
 			kh.Status = "removed"
-		case o == h:
+		case d.Old == h:
 			kh.Status = "same"
 		default:
 			kh.Status = "changed"

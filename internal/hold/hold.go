@@ -2,9 +2,10 @@
 // they need at run time: the state of the holds, the timers that wake held
 // workloads, the Events, the metrics and the notifications. The controller
 // asks Admit before a restart and calls Done after the write; it tells
-// Observe of every workload it reconciles and ConfigChanged of every update
-// of a ConfigMap or Secret; the workloads to decide again come out of
-// Wakes. Nothing else of the controller is known here.
+// Observe of every workload it reconciles, and whether it is restarted by
+// eviction, and ConfigChanged of every update of a ConfigMap or Secret;
+// the workloads to decide again come out of Wakes. Nothing else of the
+// controller is known here.
 package hold
 
 import (
@@ -67,7 +68,9 @@ type Config struct {
 	Now func() time.Time
 	// Evicts reports whether a workload (key, as the store holds it) is
 	// restarted by eviction: its rollouts are told by Evicting, not read
-	// from its status. nil: none is.
+	// from its status. Only restore asks it, once per workload of a kind
+	// when the kind's informers have synced (Observe is told by its
+	// caller). nil: none is.
 	Evicts func(key object.Ref, obj client.Object) bool
 	// EvictDone reports whether the cluster says that the restart by
 	// eviction of obj (as the store holds it) made at at is done (the

@@ -90,6 +90,6 @@ func TestNilGuardsAdmit(t *testing.T) {
 	if _, ok := g.Admit(context.Background(), workload.Key{}, &appsv1.Deployment{}, plan.Plan{Action: plan.Restart}, nil); !ok {
 		t.Error("nil guards held")
 	}
-	g.Observe(context.Background(), workload.Key{}, nil)
+	g.Observe(context.Background(), workload.Key{}, nil, false)
 	g.Settled(context.Background(), workload.Key{})
 }

@@ -131,7 +131,7 @@ func (g *Guards) restoreKind(ctx context.Context, kind string) {
 				g.rollouts.SeenEvicting(key, st, true, g.now())
 			}
 		} else {
-			g.Observe(ctx, key, meta)
+			g.Observe(ctx, key, meta, false)
 		}
 		n++
 	}

@@ -22,8 +22,10 @@ import (
 // every reconcile of the workload: whether a rollout watcher started is in
 // progress (so that rollouts in progress are rebuilt from the cluster after
 // a restart of watcher or a lease handover), done, or gone; and whether a
-// person released the holds of a failed rollout on it.
-func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.PartialObjectMetadata) {
+// person released the holds of a failed rollout on it. The caller says
+// whether the workload is restarted by eviction (evicts): its rollout
+// shows only in its pods, and the caller tells it (Evicting).
+func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.PartialObjectMetadata, evicts bool) {
 	if g == nil {
 		return
 	}
@@ -48,7 +50,7 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 			g.wakeReleased(ctx, cached)
 		}
 	}
-	if g.cfg.Evicts != nil && g.cfg.Evicts(key, cached) {
+	if evicts {
 		// Its rollout shows only in its pods: the controller tells it
 		// (Evicting).
 		g.wakeNext(ctx)

@@ -357,42 +357,22 @@ func entryFor(ref refs.Ref, keys map[string]string) *Entry {
 
 // compare returns the keys that differ between the recorded entry old and
 // the current entry cur of ref, counting only keys the pods read both then
-// and now, and whether anything changed. A summarized entry is compared as a
-// whole, unless the pods went from reading some keys to all or back.
+// and now (CompareKeys), and whether anything changed. A summarized entry
+// is compared as a whole, unless the pods went from reading some keys to
+// all or back.
 func compare(ref refs.Ref, old, cur *Entry) ([]string, bool) {
-	if old == nil { // created: every key there now is new
-		old = &Entry{All: true}
-	}
-	if old.Digest != "" {
+	if old != nil && old.Digest != "" {
 		if old.All != cur.All {
 			return nil, false
 		}
 		return nil, old.Digest != cur.summary()
 	}
 	var changed []string
-	seen := make(map[string]bool, len(cur.Keys))
-	check := func(k string) {
-		if seen[k] {
-			return
-		}
-		seen[k] = true
-		was, read := old.Keys[k]
-		if !read && !old.All {
-			return // newly read: adopted
-		}
-		if was != cur.Keys[k] {
-			changed = append(changed, k)
+	for _, d := range CompareKeys(ref, old, cur.Keys) {
+		if d.Changed() {
+			changed = append(changed, d.Key)
 		}
 	}
-	for k := range cur.Keys {
-		check(k)
-	}
-	for k := range old.Keys {
-		if ref.Uses(k) {
-			check(k) // read before and still read: removed if not in cur
-		}
-	}
-	slices.Sort(changed)
 	return changed, len(changed) > 0
 }
 
