@@ -15,7 +15,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-
 // write sends what p decided for obj: one patch, or, for the restart of a
 // kind whose template cannot be changed (a Job), its re-creation
 // (restart.Recreator.Recreate). It returns the workload as the write left
