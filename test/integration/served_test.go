@@ -108,7 +108,13 @@ func TestNoIdlePolling(t *testing.T) {
 	took := time.Since(installed)
 	t.Logf("Rollout adopted %s after the CRD was created; discovery calls: %v", took.Round(time.Millisecond), discoveryCalls(reqs.since(n)))
 	g.Expect(took).To(BeNumerically("<", 10*time.Second), "the Rollout CRD picked up through the CRD watch")
-	g.Expect(len(discoveryCalls(reqs.since(n)))).To(BeNumerically("<=", 8), "discovery calls after the CRD was created")
+	// Each event of the CRD (created, names accepted, established) may
+	// cost one look at discovery (/api, /apis, the group version); on a
+	// loaded machine the API server takes longer to serve the new group and
+	// the look is repeated once or twice. Polling every few seconds for the
+	// seconds this takes would cost more, and the idle checks before and
+	// after hold that nothing is polled.
+	g.Expect(len(discoveryCalls(reqs.since(n)))).To(BeNumerically("<=", 12), "discovery calls after the CRD was created")
 
 	// The CRD removed: the Rollout informers stop (they would otherwise
 	// retry their list and watch, refused), and watcher is idle again.
