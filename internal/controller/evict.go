@@ -20,8 +20,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/plan"
-	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -200,16 +198,6 @@ func (r *Reconciler) now() time.Time {
 		return r.Config.Guards.Now()
 	}
 	return time.Now()
-}
-
-// restartOptions are the options of the patch that writes p with the
-// strategy s: a restart by eviction is written by evict.FieldManager,
-// whose managedFields entry then holds the API server's time of it.
-func restartOptions(s restart.Strategy, p plan.Plan) []client.PatchOption {
-	if _, ok := s.(restart.Evict); ok && p.Action == plan.Restart {
-		return []client.PatchOption{client.FieldOwner(evict.FieldManager)}
-	}
-	return nil
 }
 
 // evicts reports whether obj, the workload key as the store holds it, has
