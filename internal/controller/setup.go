@@ -37,6 +37,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -51,7 +52,8 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// Request is an item of the work queue: a Change or a Workload. Items name
+// Request is an item of the work queue: a Change, a Workload or an
+// Eviction. Items name
 // objects, never versions: the queue holds at most one item per object,
 // however many times it changes, and what changed (its resourceVersion,
 // its keys) is read when the item is processed.
@@ -68,6 +70,8 @@ type Change struct{ object.Ref }
 
 // Workload is a workload to reconcile.
 type Workload struct{ object.Ref }
+
+// (Eviction, the third kind, is in evict.go.)
 
 func (Change) request()   {}
 func (Workload) request() {}
@@ -166,14 +170,20 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	if cfg.Policies != nil {
 		r.policyDry = newDryRun()
 	}
+	var sign evict.Signer
+	if cfg.Hasher != nil {
+		sign = cfg.Hasher.MAC
+	}
 	cfg.Guards.Evicts = r.evicts // evict.go
-	r.evicted.Timeout = cfg.Guards.RolloutTimeout
 	// A restart by eviction marked done on the workload is not restored
 	// as failed when watcher starts (evict.IsDone).
 	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
-		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), r.signer())
+		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), sign)
 	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
+	r.evictions = &evict.Progress{Client: c, Fresh: fresh, Recorder: rec, Sign: sign, StateKey: guard.StateAnnotation,
+		Now: cfg.Guards.Now, Rollouts: r.guards}
+	r.evictions.Tracker.Timeout = cfg.Guards.RolloutTimeout
 	r.pending = lock.NewPending(cfg.Locker)
 	r.kinds = newChangeKinds()
 	if st != nil && len(st.Informers(workload.Job.Name())) > 0 {
@@ -236,6 +246,8 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 				log = log.WithValues("object", req.String())
 			case Workload:
 				log = log.WithValues("workload", req.String())
+			case Eviction:
+				log = log.WithValues("workload", req.String())
 			}
 			return log
 		})
@@ -258,6 +270,7 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
 		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 	}
+	b = b.WatchesRawSource(&r.evictLoop)
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	if r.recreations != nil {
