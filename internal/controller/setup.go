@@ -205,18 +205,20 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	return r
 }
 
-// Runnables are the helpers of r that run beside it, for the caller to add
-// to the manager (app.Run): the guards' sweeper, the locks kept for held
-// changes and the lister of Job re-creations, those that are on.
-func (r *Reconciler) Runnables(log logr.Logger) []manager.Runnable {
-	rs := []manager.Runnable{r.guards.Sweeper(log.WithName("guards"))}
-	if r.pending != nil {
-		rs = append(rs, r.pending)
-	}
-	if r.recreations != nil {
-		rs = append(rs, r.recreations.Lister(r.Config.NeedLeaderElection))
-	}
-	return rs
+// Helpers are the helpers New made for a Reconciler that run beside it
+// (package app adds them to the manager): nil when off.
+type Helpers struct {
+	// Guards hold restarts that would be a storm; their sweeper runs.
+	Guards *hold.Guards
+	// Pending keeps the locks of held changes.
+	Pending *lock.Pending
+	// Recreations re-creates Jobs; its lister runs.
+	Recreations *restart.Recreator
+}
+
+// Helpers returns r's helpers, for the caller to run (app.Run).
+func (r *Reconciler) Helpers() Helpers {
+	return Helpers{Guards: r.guards, Pending: r.pending, Recreations: r.recreations}
 }
 
 // Setup registers r with mgr as the controller "watcher", as Flux's
