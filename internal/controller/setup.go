@@ -2,8 +2,8 @@
 // and workloads, and restarts the workloads whose configuration changed.
 //
 // ConfigMaps, Secrets and workloads are kept, as small metadata-only
-// objects, in the informers of package store. The work queue holds two kinds
-// of Request. A workload event enqueues the workload. A data change of a
+// objects, in the informers of package store. The work queue holds three
+// kinds of Request. A workload event enqueues the workload. A data change of a
 // ConfigMap or Secret enqueues the change; the replica that takes the
 // change's lock (see package lock) processes it: it finds the workloads that
 // use the object through an informer index (no LIST call, work proportional
@@ -12,6 +12,8 @@
 // A workload is reconciled level-triggered: gather its references and the
 // current digests from the store, let plan.Decide compare them with the
 // hashes recorded on the workload, and apply the result with one patch.
+// A restart by eviction left not done is looked at again by an Eviction,
+// the third kind of Request, which runs only the eviction step.
 package controller
 
 import (
