@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		apis = append(apis, sealed.NewWatcher(*so))
 	}
 	kinds = served.NewKinds(apis, crds, log.WithName("kinds"))
-	for _, rn := range r.Runnables(log) {
+	for _, rn := range helpers(r.Helpers(), lease, log) {
 		if err := mgr.Add(rn); err != nil {
 			return fmt.Errorf("set up manager: %w", err)
 		}

@@ -2,18 +2,15 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -119,37 +116,4 @@ func (r *Reconciler) patchFailed(ctx context.Context, key workload.Key, obj clie
 	ctrl.LoggerFrom(ctx).Error(err, "The API server refuses the record; not retrying")
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "Record", "%s", note.Truncate("Cannot record the configuration hashes: "+err.Error()))
 	return reconcile.TerminalError(err)
-}
-
-// patchFor builds the one patch for p: the record, its version and the ID
-// of its hash key on the workload's metadata, for a restart the strategy's change of the
-// pod template (where kind keeps it) with the guards' state (state, unless
-// ""), and the resourceVersion precondition.
-// It is a JSON merge patch, unless the strategy's change needs another type
-// (a strategic merge patch for the env strategy): metadata merges alike in
-// both, a null removing an annotation.
-func patchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Kind, s restart.Strategy, state string) (types.PatchType, []byte) {
-	var record, key, version any = nil, nil, nil // Forget removes the annotations
-	if p.Action != plan.Forget {
-		record, key, version = p.Record.String(), hashKeyID, plan.FormatVersion(p.Record, p.Version)
-	}
-	patch := map[string]any{
-		"metadata": map[string]any{
-			"resourceVersion": obj.GetResourceVersion(),
-			"annotations":     map[string]any{plan.RecordAnnotation: record, plan.HashKeyAnnotation: key, plan.VersionAnnotation: version},
-		},
-	}
-	patchType := types.MergePatchType
-	if p.Action == plan.Restart && state != "" {
-		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[guard.StateAnnotation] = state
-	}
-	if p.Action == plan.Restart {
-		var at map[string]any
-		patchType, at = restart.Patch(s, restart.Workload{Kind: kind, Object: obj, ID: p.Record.RestartID()})
-		for k, v := range at { // "spec", for every kind
-			patch[k] = v
-		}
-	}
-	b, _ := json.Marshal(patch) // maps of strings always marshal
-	return patchType, b
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watcher-dev/watcher/internal/evict"
+	"github.com/watcher-dev/watcher/internal/plan"
 )
 
 // pdbRefusal is a PodDisruptionBudget's refusal of an eviction, as the API
@@ -27,28 +28,64 @@ var pdbRefusal = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.
 	Reason: metav1.StatusReasonTooManyRequests, Message: "Cannot evict pod as it would violate the pod's disruption budget.",
 	Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget web needs 1 healthy pods and has 1 currently"}}}}}
 
-// evRun reconciles the workload as the work queue would with no event: at
-// each RequeueAfter, on the test's clock, until none is asked or the clock
-// reaches stop. It returns the times of the looks (reconciles that sent a
-// request).
+// evReconcile reconciles req as the work queue would, and returns when
+// the workload's restart by eviction is looked at again: the Eviction its
+// walk schedules (a Workload), or its requeue (an Eviction); 0: not
+// before an event.
+func evReconcile(ctx context.Context, r *Reconciler, req Request) (time.Duration, error) {
+	var scheduled time.Duration
+	r.evictLoop.after = func(_ Eviction, d time.Duration) { scheduled = d }
+	res, err := r.Reconcile(ctx, req)
+	if scheduled > 0 {
+		return scheduled, err
+	}
+	return res.RequeueAfter, err
+}
+
+// evRun reconciles the workload as the work queue would with no event
+// after the first (its walk): at each look asked, an Eviction, on the
+// test's clock, until none is asked or the clock reaches stop. It returns
+// the times of the looks (reconciles that sent a request).
 func evRun(t *testing.T, ctx context.Context, r *Reconciler, srv *evServer, clock *evClock, stop time.Time) []time.Time {
 	t.Helper()
 	var looks []time.Time
+	var req Request = Workload{evKey}
 	for clock.Now().Before(stop) {
 		before := srv.total()
-		res, err := r.Reconcile(ctx, Workload{evKey})
+		after, err := evReconcile(ctx, r, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if srv.total() > before {
 			looks = append(looks, clock.Now())
 		}
-		if res.RequeueAfter == 0 {
+		if after == 0 {
 			break
 		}
-		clock.Add(res.RequeueAfter)
+		clock.Add(after)
+		req = Eviction{evKey}
 	}
 	return looks
+}
+
+// TestEvictionIsNotDecided: the looks at a restart by eviction after the
+// walk are Evictions, which decide nothing: one decision for the walk,
+// none for the looks.
+func TestEvictionIsNotDecided(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	at := time.Now().Truncate(time.Second)
+	srv := newEvServer(evDeployment(1), evReplicaSet(), evPod("web-new", at.Add(30*time.Second), false), evConfigMap())
+	evRestart(t, srv, at)
+	clock := &evClock{t: at}
+	r, _ := evReconciler(t, ctx, srv, clock.Now, 10*time.Minute)
+	decisions := 0
+	defer func(d func(plan.Input) plan.Plan) { decide = d }(decide)
+	decide = func(in plan.Input) plan.Plan { decisions++; return plan.Decide(in) }
+	looks := evRun(t, ctx, r, srv, clock, at.Add(time.Hour))
+	if len(looks) < 3 || decisions != 1 {
+		t.Errorf("%d looks, %d decisions: want a few looks and the walk's one decision", len(looks), decisions)
+	}
 }
 
 // TestEvictBlockedIsBounded: a restart by eviction that cannot finish (its
@@ -104,16 +141,16 @@ func TestEvictBlockedIsBounded(t *testing.T) {
 			clock.Add(time.Hour)
 			r2, _ := evReconciler(t, ctx, srv, clock.Now, timeout)
 			before := srv.total()
-			if res, _ := r2.Reconcile(ctx, Workload{evKey}); res.RequeueAfter != 0 || srv.total() != before {
-				t.Errorf("restarted past the timeout: requeue %v, %d requests", res.RequeueAfter, srv.total()-before)
+			if after, _ := evReconcile(ctx, r2, Workload{evKey}); after != 0 || srv.total() != before {
+				t.Errorf("restarted past the timeout: requeue %v, %d requests", after, srv.total()-before)
 			}
 			// A creation event (its first list) resumes nothing.
 			dep := &appsv1.Deployment{}
 			_ = srv.raw.Get(ctx, client.ObjectKey{Namespace: evNS, Name: "web"}, dep)
 			h := r2.touching("Deployment", handler.TypedFuncs[client.Object, Request]{})
 			h.Create(ctx, event.TypedCreateEvent[client.Object]{Object: dep}, nil)
-			if res, _ := r2.Reconcile(ctx, Workload{evKey}); res.RequeueAfter != 0 || srv.total() != before {
-				t.Errorf("after a creation event: requeue %v, %d requests", res.RequeueAfter, srv.total()-before)
+			if after, _ := evReconcile(ctx, r2, Workload{evKey}); after != 0 || srv.total() != before {
+				t.Errorf("after a creation event: requeue %v, %d requests", after, srv.total()-before)
 			}
 			// An update of the workload resumes it for another timeout.
 			h.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: dep, ObjectNew: dep}, nil)
@@ -206,16 +243,16 @@ func TestEvictForbidden(t *testing.T) {
 			clock := &evClock{t: at}
 			r, rec := evReconciler(t, ctx, srv, clock.Now, 10*time.Minute)
 			for i := range 3 {
-				res, err := r.Reconcile(ctx, Workload{evKey})
-				if err != nil || res.RequeueAfter != 0 {
-					t.Errorf("reconcile %d: requeue %v, error %v: want neither", i, res.RequeueAfter, err)
+				after, err := evReconcile(ctx, r, Workload{evKey})
+				if err != nil || after != 0 {
+					t.Errorf("reconcile %d: requeue %v, error %v: want neither", i, after, err)
 				}
 				clock.Add(time.Minute)
 				before := srv.total()
-				if res, _ := r.Reconcile(ctx, Workload{evKey}); res.RequeueAfter != 0 || srv.total() != before {
-					t.Errorf("reconcile %d without an event: requeue %v, %d requests", i, res.RequeueAfter, srv.total()-before)
+				if after, _ := evReconcile(ctx, r, Eviction{evKey}); after != 0 || srv.total() != before {
+					t.Errorf("reconcile %d without an event: requeue %v, %d requests", i, after, srv.total()-before)
 				}
-				r.evicted.Touch(evKey) // an event of the workload: looked at again
+				r.evictions.Tracker.Touch(evKey) // an event of the workload: looked at again
 			}
 			var warnings []string
 			for len(rec.Events) > 0 {
@@ -243,8 +280,8 @@ func TestEvictDoneMarked(t *testing.T) {
 	clock := &evClock{t: at.Add(time.Minute)}
 	r, _ := evReconciler(t, ctx, srv, clock.Now, 10*time.Minute)
 	for range 2 {
-		if res, err := r.Reconcile(ctx, Workload{evKey}); err != nil || res.RequeueAfter != 0 {
-			t.Fatalf("requeue %v, error %v", res.RequeueAfter, err)
+		if after, err := evReconcile(ctx, r, Workload{evKey}); err != nil || after != 0 {
+			t.Fatalf("requeue %v, error %v", after, err)
 		}
 	}
 	if srv.calls["patch Deployment"] != 1 {
@@ -259,8 +296,8 @@ func TestEvictDoneMarked(t *testing.T) {
 		clock.t = at.Add(d)
 		r2, rec := evReconciler(t, ctx, srv, clock.Now, 10*time.Minute)
 		before := srv.total()
-		if res, _ := r2.Reconcile(ctx, Workload{evKey}); res.RequeueAfter != 0 || srv.total() != before || len(rec.Events) != 0 {
-			t.Errorf("a new process %s after: requeue %v, %d requests, %d events", d, res.RequeueAfter, srv.total()-before, len(rec.Events))
+		if after, _ := evReconcile(ctx, r2, Workload{evKey}); after != 0 || srv.total() != before || len(rec.Events) != 0 {
+			t.Errorf("a new process %s after: requeue %v, %d requests, %d events", d, after, srv.total()-before, len(rec.Events))
 		}
 	}
 }

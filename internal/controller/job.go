@@ -25,11 +25,11 @@ func (r *Reconciler) write(ctx context.Context, key workload.Key, obj client.Obj
 		if r.recreations == nil {
 			return obj, reconcile.TerminalError(fmt.Errorf("re-create %s: job re-creation not set up", key))
 		}
-		pt, patch := patchFor(obj, p, r.Config.Hasher.ID(), workload.Job, s, "")
+		pt, patch := restart.PatchFor(obj, p, r.Config.Hasher.ID(), workload.Job, s, "")
 		return r.recreations.Recreate(ctx, obj, pt, patch, []byte(r.guards.State(req, &batchv1.Job{})))
 	}
-	patchType, patch := patchFor(obj, p, r.Config.Hasher.ID(), kind, s, r.guards.State(req, obj))
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch), restartOptions(s, p)...); err != nil {
+	patchType, patch := restart.PatchFor(obj, p, r.Config.Hasher.ID(), kind, s, r.guards.State(req, obj))
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch), restart.PatchOptions(s, p)...); err != nil {
 		return obj, r.patchFailed(ctx, key, obj, err)
 	}
 	return obj, nil

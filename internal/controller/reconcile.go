@@ -62,8 +62,10 @@ type Reconciler struct {
 	// cronJobs runs restarted CronJobs at once; nil when the trigger is
 	// off.
 	cronJobs *trigger.Trigger
-	// evicted remembers the progress of restarts by eviction (evict.go).
-	evicted evict.Tracker
+	// evictions carries on the restarts by eviction (evict.go), at the
+	// looks evictLoop schedules.
+	evictions *evict.Progress
+	evictLoop evictionLoop
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection
@@ -77,7 +79,8 @@ type Reconciler struct {
 	recreations *restart.Recreator
 }
 
-// Reconcile processes one request: a changed object or a workload.
+// Reconcile processes one request: a changed object, a workload, or the
+// next look at a workload's restart by eviction.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
 	switch req := req.(type) {
 	case Change:
@@ -93,7 +96,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		return r.evictStep(ctx, req.Ref, w)
+		// The next look at a restart by eviction is an Eviction: the walk
+		// is not run again for it.
+		after, err := r.evictStep(ctx, req.Ref, w, false)
+		r.evictLoop.schedule(req.Ref, after)
+		return reconcile.Result{}, err
+	case Eviction:
+		in, wait := r.inScope(req.Namespace)
+		if wait {
+			return reconcile.Result{RequeueAfter: namespaceWait}, nil
+		}
+		if !in {
+			return reconcile.Result{}, nil
+		}
+		after, err := r.evictStep(ctx, req.Ref, nil, true)
+		return reconcile.Result{RequeueAfter: after}, err
 	}
 	return reconcile.Result{}, nil
 }

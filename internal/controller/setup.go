@@ -2,8 +2,8 @@
 // and workloads, and restarts the workloads whose configuration changed.
 //
 // ConfigMaps, Secrets and workloads are kept, as small metadata-only
-// objects, in the informers of package store. The work queue holds two kinds
-// of Request. A workload event enqueues the workload. A data change of a
+// objects, in the informers of package store. The work queue holds three
+// kinds of Request. A workload event enqueues the workload. A data change of a
 // ConfigMap or Secret enqueues the change; the replica that takes the
 // change's lock (see package lock) processes it: it finds the workloads that
 // use the object through an informer index (no LIST call, work proportional
@@ -12,6 +12,8 @@
 // A workload is reconciled level-triggered: gather its references and the
 // current digests from the store, let plan.Decide compare them with the
 // hashes recorded on the workload, and apply the result with one patch.
+// A restart by eviction left not done is looked at again by an Eviction,
+// the third kind of Request, which runs only the eviction step.
 package controller
 
 import (
@@ -37,6 +39,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/evict"
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -51,7 +54,8 @@ import (
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
-// Request is an item of the work queue: a Change or a Workload. Items name
+// Request is an item of the work queue: a Change, a Workload or an
+// Eviction. Items name
 // objects, never versions: the queue holds at most one item per object,
 // however many times it changes, and what changed (its resourceVersion,
 // its keys) is read when the item is processed.
@@ -68,6 +72,8 @@ type Change struct{ object.Ref }
 
 // Workload is a workload to reconcile.
 type Workload struct{ object.Ref }
+
+// (Eviction, the third kind, is in evict.go.)
 
 func (Change) request()   {}
 func (Workload) request() {}
@@ -166,14 +172,20 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	if cfg.Policies != nil {
 		r.policyDry = newDryRun()
 	}
+	var sign evict.Signer
+	if cfg.Hasher != nil {
+		sign = cfg.Hasher.MAC
+	}
 	cfg.Guards.Evicts = r.evicts // evict.go
-	r.evicted.Timeout = cfg.Guards.RolloutTimeout
 	// A restart by eviction marked done on the workload is not restored
 	// as failed when watcher starts (evict.IsDone).
 	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
-		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), r.signer())
+		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), sign)
 	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
+	r.evictions = &evict.Progress{Client: c, Fresh: fresh, Recorder: rec, Sign: sign, StateKey: guard.StateAnnotation,
+		Now: cfg.Guards.Now, Rollouts: r.guards}
+	r.evictions.Tracker.Timeout = cfg.Guards.RolloutTimeout
 	r.pending = lock.NewPending(cfg.Locker)
 	r.kinds = newChangeKinds()
 	if st != nil && len(st.Informers(workload.Job.Name())) > 0 {
@@ -195,18 +207,20 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	return r
 }
 
-// Runnables are the helpers of r that run beside it, for the caller to add
-// to the manager (app.Run): the guards' sweeper, the locks kept for held
-// changes and the lister of Job re-creations, those that are on.
-func (r *Reconciler) Runnables(log logr.Logger) []manager.Runnable {
-	rs := []manager.Runnable{r.guards.Sweeper(log.WithName("guards"))}
-	if r.pending != nil {
-		rs = append(rs, r.pending)
-	}
-	if r.recreations != nil {
-		rs = append(rs, r.recreations.Lister(r.Config.NeedLeaderElection))
-	}
-	return rs
+// Helpers are the helpers New made for a Reconciler that run beside it
+// (package app adds them to the manager): nil when off.
+type Helpers struct {
+	// Guards hold restarts that would be a storm; their sweeper runs.
+	Guards *hold.Guards
+	// Pending keeps the locks of held changes.
+	Pending *lock.Pending
+	// Recreations re-creates Jobs; its lister runs.
+	Recreations *restart.Recreator
+}
+
+// Helpers returns r's helpers, for the caller to run (app.Run).
+func (r *Reconciler) Helpers() Helpers {
+	return Helpers{Guards: r.guards, Pending: r.pending, Recreations: r.recreations}
 }
 
 // Setup registers r with mgr as the controller "watcher", as Flux's
@@ -236,6 +250,8 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 				log = log.WithValues("object", req.String())
 			case Workload:
 				log = log.WithValues("workload", req.String())
+			case Eviction:
+				log = log.WithValues("workload", req.String())
 			}
 			return log
 		})
@@ -258,6 +274,7 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
 		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 	}
+	b = b.WatchesRawSource(&r.evictLoop)
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	if r.recreations != nil {

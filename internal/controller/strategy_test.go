@@ -7,11 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,61 +19,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
-
-// cronJob keeps its pod template deeper than spec.template.
-var cronJob = workload.Kind{
-	GVK:      batchv1.SchemeGroupVersion.WithKind("CronJob"),
-	Template: []string{"spec", "jobTemplate", "spec", "template"},
-}
-
-// TestPatchForStrategies: the exact patch of a restart for each strategy
-// and kind, record and precondition included, all in one patch; and the
-// strategy changes nothing but restarts.
-func TestPatchForStrategies(t *testing.T) {
-	rec := plan.Record{"ConfigMap/cfg": nil}
-	id := rec.RestartID()
-	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7", Annotations: map[string]string{
-		restart.ContainersAnnotation: "app,side;init",
-	}}}
-	const meta = `"metadata":{"annotations":{"watcher.dev/config-hashes":"{\"ConfigMap/cfg\":null}","watcher.dev/config-version":null,"watcher.dev/hash-key":"k1"},"resourceVersion":"7"}`
-	annotation := `{"metadata":{"annotations":{"watcher.dev/restarted-for":"` + id + `"}}}`
-	env := `{"spec":{"containers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"app"},{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"side"}],` +
-		`"initContainers":[{"env":[{"name":"WATCHER_CONFIG_HASH","value":"` + id + `"}],"name":"init"}]}}`
-	template := `"spec":{"template":`
-	nested := `"spec":{"jobTemplate":{"spec":{"template":`
-	custom := workload.Kind{GVK: schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"}, Template: []string{"spec", "template"}}
-	tests := []struct {
-		name     string
-		action   plan.Action
-		strategy restart.Strategy
-		kind     workload.Kind
-		wantType types.PatchType
-		want     string
-	}{
-		{"annotation Deployment", plan.Restart, restart.Annotation{}, workload.Deployment, types.MergePatchType, `{` + meta + `,` + template + annotation + `}}`},
-		{"annotation StatefulSet", plan.Restart, restart.Annotation{}, workload.StatefulSet, types.MergePatchType, `{` + meta + `,` + template + annotation + `}}`},
-		{"annotation DaemonSet", plan.Restart, restart.Annotation{}, workload.DaemonSet, types.MergePatchType, `{` + meta + `,` + template + annotation + `}}`},
-		{"annotation CronJob", plan.Restart, restart.Annotation{}, cronJob, types.MergePatchType, `{` + meta + `,` + nested + annotation + `}}}}`},
-		{"env Deployment", plan.Restart, restart.Env{}, workload.Deployment, types.StrategicMergePatchType, `{` + meta + `,` + template + env + `}}`},
-		{"env StatefulSet", plan.Restart, restart.Env{}, workload.StatefulSet, types.StrategicMergePatchType, `{` + meta + `,` + template + env + `}}`},
-		{"env DaemonSet", plan.Restart, restart.Env{}, workload.DaemonSet, types.StrategicMergePatchType, `{` + meta + `,` + template + env + `}}`},
-		{"env CronJob", plan.Restart, restart.Env{}, cronJob, types.StrategicMergePatchType, `{` + meta + `,` + nested + env + `}}}}`},
-		{"env custom resource: annotation", plan.Restart, restart.Env{}, custom, types.MergePatchType, `{` + meta + `,` + template + annotation + `}}`},
-		{"env adoption: no template", plan.Adopt, restart.Env{}, workload.Deployment, types.MergePatchType, `{` + meta + `}`},
-		{"env refresh: no template", plan.Refresh, restart.Env{}, workload.Deployment, types.MergePatchType, `{` + meta + `}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pt, patch := patchFor(obj, plan.Plan{Action: tt.action, Record: rec}, "k1", tt.kind, tt.strategy, "")
-			if string(patch) != tt.want {
-				t.Errorf("\n got %s\nwant %s", patch, tt.want)
-			}
-			if pt != tt.wantType {
-				t.Errorf("patch type %s, want %s", pt, tt.wantType)
-			}
-		})
-	}
-}
 
 // TestInvalidStrategyIsReported: a workload annotated with a strategy that
 // does not exist is restarted with the default strategy (here env), and the
@@ -100,7 +42,7 @@ func TestInvalidStrategyIsReported(t *testing.T) {
 	}
 	rec := plan.Record{"ConfigMap/cfg": nil}
 	s, err := r.strategyOf(obj, policy.Applied{})
-	pt, patch := patchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, s, err), "")
+	pt, patch := restart.PatchFor(obj, plan.Plan{Action: plan.Restart, Record: rec}, "k1", workload.Deployment, r.strategy(context.Background(), obj, s, err), "")
 	if err := apiServer.Patch(context.Background(), obj, client.RawPatch(pt, patch)); err != nil {
 		t.Fatal(err)
 	}

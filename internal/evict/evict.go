@@ -27,7 +27,9 @@
 //
 // Next is the pure decision; the package's other functions gather its
 // input (Pods, Owned, Allowance, FromPod, ServerTime) and carry it out
-// (Evict, Blocked, ForbiddenError); Tracker and DoneMark keep its progress.
+// (Evict, Blocked, ForbiddenError); Tracker and DoneMark keep its
+// progress, and Progress.Step, at each look the controller asks for,
+// does all of these in turn.
 package evict
 
 import (

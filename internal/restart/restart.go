@@ -23,9 +23,10 @@
 // strategy (plan.Decide), so none rolls the pods twice for one
 // configuration.
 //
-// A strategy returns only the pod template's part of a patch; the caller
+// A strategy returns only the pod template's part of a patch; PatchFor
 // adds the record annotations and the resourceVersion precondition, and
-// sends the whole as one patch of the type the strategy asks for. A Job's
+// the caller sends the whole as one patch of the type the strategy asks
+// for, with PatchOptions. A Job's
 // pod template cannot be changed: the same patch is applied to a copy of
 // the Job, which replaces it (RecreatedJob), whatever the strategy.
 package restart
