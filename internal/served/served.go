@@ -189,9 +189,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.started = true
 	w.ctx = ctx
-	names := make([]string, 0, len(w.follows))
 	for name := range w.follows {
-		names = append(names, name)
 		go w.work(ctx)
 		q.Add(name)
 	}
@@ -217,15 +215,18 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.store = store
-	w.mu.Unlock()
 	if store != nil {
-		// Once more now that the CRDs are known: a CRD made between the
+		// Once more now that the CRDs are known, for every API followed by
+		// now (also those whose Follow came after Start: their first check
+		// may have run before the CRDs were known): a CRD made between the
 		// first checks and the informer's list is in that list, which
-		// changes nothing by itself.
-		for _, name := range names {
+		// changes nothing by itself, and a CRD event that came before
+		// the store was set was judged without it.
+		for name := range w.follows {
 			q.Add(name)
 		}
 	}
+	w.mu.Unlock()
 	if store == nil {
 		go w.poll(ctx, fallback)
 	}
