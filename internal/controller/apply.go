@@ -49,6 +49,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 	if p.Action == plan.None || !admitted {
 		return nil
 	}
+	req.Evict = w.evicts()                               // kept in its state, for the guards' restore
 	obj, err := r.write(ctx, key, obj, p, strategy, req) // job.go
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)

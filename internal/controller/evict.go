@@ -93,14 +93,6 @@ func (l *evictionLoop) schedule(key workload.Key, d time.Duration) {
 	}
 }
 
-// evicts reports whether obj, the workload key as the store holds it, has
-// its pods evicted by watcher to restart (gathered.evicts), for the
-// guards' restore, which looks at every workload of a kind once.
-func (r *Reconciler) evicts(key workload.Key, obj client.Object) bool {
-	w, err := r.facts(key, obj)
-	return err == nil && w.evicts()
-}
-
 // touching is the handler h of a workload kind's events that first tells
 // the evictions' tracker of each update (the workload's generation,
 // annotations, or readiness as the cache shows it, changed): its restart

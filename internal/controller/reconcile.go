@@ -24,6 +24,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/selection"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -68,7 +69,7 @@ type Reconciler struct {
 	evictLoop evictionLoop
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
-	selection *selection
+	selection *selection.Namespaces
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
@@ -144,10 +145,10 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 	if in, _ := r.inScope(key.Namespace); !ok || !in {
 		return plan.Plan{}, nil, nil
 	}
-	since, adopt := r.selection.take(key)
+	since, adopt := r.selection.Take(key)
 	defer func() {
 		if adopt && err != nil { // retried: still to adopt
-			r.selection.readopt(key, since)
+			r.selection.Readopt(key, since)
 		}
 	}()
 	cached, err := r.Store.Get(key.Kind, key.Namespace, key.Name)
@@ -235,7 +236,7 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 	w.report(ctx)
 	if adopt.on && p.Action == plan.Restart {
 		before := len(p.Changes)
-		p = adopted(p, w.in.Configs, adopt.since)
+		p = selection.Adopted(p, w.in.Configs, adopt.since)
 		ctrl.LoggerFrom(ctx).Info("Namespace newly selected; recording changes made before without a restart",
 			"changesBefore", before-len(p.Changes), "changesAfter", len(p.Changes))
 	}

@@ -37,7 +37,6 @@ func TestOneWalkPerChange(t *testing.T) {
 			r, st, apiServer, _ := tt.c.setUp(t, ctx)
 			r.Config.Locker = lock.Local{}
 			r.Config.Policies = &Policies{Index: policy.NewIndex()}
-			r.Config.Guards.Evicts = r.evicts // as Setup wires it
 			r.guards = hold.New(r.Config.Guards, st, r.Recorder)
 			lookups, decisions := countWalk(t)
 

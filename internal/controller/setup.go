@@ -47,6 +47,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/selection"
 	"github.com/watcher-dev/watcher/internal/served"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -176,7 +177,6 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	if cfg.Hasher != nil {
 		sign = cfg.Hasher.MAC
 	}
-	cfg.Guards.Evicts = r.evicts // evict.go
 	// A restart by eviction marked done on the workload is not restored
 	// as failed when watcher starts (evict.IsDone).
 	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
@@ -192,7 +192,7 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 		r.recreations = newRecreator(r, cfg)
 	}
 	if st != nil && len(st.Informers(store.KindNamespace)) > 0 { // with a namespace selector
-		r.selection = newSelection()
+		r.selection = selection.New()
 	}
 	if co := cfg.CSI; co != nil {
 		r.rotated = make(chan event.TypedGenericEvent[object.Ref])

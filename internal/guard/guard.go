@@ -96,6 +96,9 @@ type Request struct {
 	History []time.Time
 	// Now is the time of the question.
 	Now time.Time
+	// Evict is true when the restart is made by eviction (State.Evict):
+	// told by the caller once admitted, for the state it writes.
+	Evict bool
 }
 
 // Verdict is a gate's answer.

@@ -42,6 +42,9 @@ type State struct {
 	Times []time.Time
 	// Sources are the change the restart was for.
 	Sources []Source
+	// Evict is true when the restart was made by eviction: its rollout
+	// shows in its pods, not in the workload's status.
+	Evict bool
 }
 
 // Bounds of a State, so that the annotation stays small whatever the
@@ -58,6 +61,9 @@ const (
 	sumLen = 16
 )
 
+// byEvict is wireState.By of a restart by eviction.
+const byEvict = "evict"
+
 // Signer computes the MAC of a State: an HMAC with the installation's key.
 type Signer func(data []byte) string
 
@@ -66,13 +72,19 @@ type wireState struct {
 	Gen   int64    `json:"gen"`
 	Times []int64  `json:"times,omitempty"`
 	For   []string `json:"for,omitempty"`
-	MAC   string   `json:"mac"`
+	// By is "evict" for a restart by eviction; absent otherwise, so
+	// that the states written before it sign alike.
+	By  string `json:"by,omitempty"`
+	MAC string `json:"mac"`
 }
 
 // Encode returns the annotation's value for s on the workload of uid,
 // signed with sign.
 func (s State) Encode(uid string, sign Signer) string {
 	w := wireState{At: s.At.Unix(), Gen: s.Generation}
+	if s.Evict {
+		w.By = byEvict
+	}
 	times := s.Times
 	if len(times) > MaxStateTimes {
 		times = times[len(times)-MaxStateTimes:]
@@ -113,7 +125,7 @@ func DecodeState(v, uid string, sign Signer) (State, error) {
 		!hmac.Equal([]byte(sign(w.payload(uid))), []byte(w.MAC)) {
 		return State{}, ErrForged
 	}
-	s := State{At: time.Unix(w.At, 0).UTC(), Generation: w.Gen}
+	s := State{At: time.Unix(w.At, 0).UTC(), Generation: w.Gen, Evict: w.By == byEvict}
 	for _, t := range w.Times {
 		s.Times = append(s.Times, time.Unix(t, 0).UTC())
 	}

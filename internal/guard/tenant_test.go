@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,8 +108,22 @@ func TestStateSigned(t *testing.T) {
 	if err != nil || got.Generation != 7 || len(got.Times) != 2 || len(got.Sources) != 1 || got.Sources[0].Sum != "0123456789abcdef" {
 		t.Fatalf("DecodeState = %+v, %v", got, err)
 	}
+	if got.Evict {
+		t.Error("a restart by a patch read back as by eviction")
+	}
+	// A state written by the version before Evict (no "by" field) is
+	// still read, and signs alike; one by eviction says so.
+	old := `{"at":1767261600,"gen":7,"mac":"` + sign("k")([]byte("watcher restart state v1\x00uid-1\x00"+`{"at":1767261600,"gen":7,"mac":""}`)) + `"}`
+	if got, err := guard.DecodeState(old, "uid-1", sign("k")); err != nil || got.Evict || got.Generation != 7 {
+		t.Errorf("state of the previous version: %+v, %v", got, err)
+	}
+	ev := guard.State{At: at(0), Generation: 7, Evict: true}.Encode("uid-1", sign("k"))
+	if got, err := guard.DecodeState(ev, "uid-1", sign("k")); err != nil || !got.Evict {
+		t.Errorf("state of a restart by eviction: %+v, %v", got, err)
+	}
 	for name, tc := range map[string]struct{ v, uid, key string }{
 		"copied to another workload": {v, "uid-2", "k"},
+		"eviction flag removed":      {strings.Replace(ev, `"by":"evict",`, "", 1), "uid-1", "k"},
 		"another installation":       {v, "uid-1", "other"},
 		"edited":                     {v[:10] + "9" + v[11:], "uid-1", "k"},
 		"forged without the key":     {guard.State{At: at(0), Generation: 7}.Encode("uid-1", sign("guess")), "uid-1", "k"},

@@ -66,12 +66,6 @@ type Config struct {
 	Sign guard.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
-	// Evicts reports whether a workload (key, as the store holds it) is
-	// restarted by eviction: its rollouts are told by Evicting, not read
-	// from its status. Only restore asks it, once per workload of a kind
-	// when the kind's informers have synced (Observe is told by its
-	// caller). nil: none is.
-	Evicts func(key object.Ref, obj client.Object) bool
 	// EvictDone reports whether the cluster says that the restart by
 	// eviction of obj (as the store holds it) made at at is done (the
 	// mark package evict leaves on the workload); nil: never. restore
@@ -294,7 +288,7 @@ func (g *Guards) State(req guard.Request, obj client.Object) string {
 	if g == nil || g.cfg.Sign == nil {
 		return ""
 	}
-	st := guard.State{At: req.Now, Generation: obj.GetGeneration() + 1, Times: g.budget.Times(req), Sources: req.Sources}
+	st := guard.State{At: req.Now, Generation: obj.GetGeneration() + 1, Times: g.budget.Times(req), Sources: req.Sources, Evict: req.Evict}
 	return st.Encode(string(obj.GetUID()), g.cfg.Sign)
 }
 

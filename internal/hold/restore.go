@@ -21,19 +21,19 @@ import (
 // once, in one pass over the cache (no request), as soon as its informers
 // have synced:
 //
-//	kind, strategy          restored as
-//	any, annotation or env  Observe: in progress while the cache says its
-//	                        rollout is not done, at the generation watcher
-//	                        wrote; failed, quietly, past the rollout timeout
-//	Deployment, StatefulSet in progress from the restart (failed, quietly,
-//	DaemonSet by evict      past the timeout) until the controller, which
-//	                        lists its pods, says it is done (Evicting): its
-//	                        rollout shows neither in its status nor in its
-//	                        generation; nothing if the workload is marked
-//	                        done for that restart (Config.EvictDone)
-//	an optional kind (Argo  restored when its informers have synced, if
-//	  Rollout) served later it is served later (restored again if its
-//	                        API goes and comes back)
+//	last restart (its state) restored as
+//	by a patch (annotation   Observe: in progress while the cache says its
+//	  or env), or none       rollout is not done, at the generation watcher
+//	                         wrote; failed, quietly, past the rollout timeout
+//	by eviction (the state   in progress from the restart (failed, quietly,
+//	  says so: State.Evict)  past the timeout) until the controller, which
+//	                         lists its pods, says it is done (Evicting): its
+//	                         rollout shows neither in its status nor in its
+//	                         generation; nothing if the workload is marked
+//	                         done for that restart (Config.EvictDone)
+//	of an optional kind      restored when its informers have synced, if
+//	  (Argo Rollout)         it is served later (restored again if its
+//	                         API goes and comes back)
 //
 // Until every kind is restored (Config.Known says the optional kinds
 // served were looked up, and their informers have synced), restarts wait,
@@ -123,11 +123,11 @@ func (g *Guards) restoreKind(ctx context.Context, kind string) {
 		}
 		key := object.Ref{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 		meta := o.Meta()
-		if g.cfg.Evicts != nil && g.cfg.Evicts(key, meta) {
-			// Unless marked done, not known to be done until its pods
-			// are listed: in progress, or failed if older than the
-			// timeout.
-			if st, ok := g.state(meta); ok && (g.cfg.EvictDone == nil || !g.cfg.EvictDone(meta, st.At)) {
+		if st, ok := g.state(meta); ok && st.Evict {
+			// A restart by eviction (the state says so): unless marked
+			// done, not known to be done until its pods are listed: in
+			// progress, or failed if older than the timeout.
+			if g.cfg.EvictDone == nil || !g.cfg.EvictDone(meta, st.At) {
 				g.rollouts.SeenEvicting(key, st, true, g.now())
 			}
 		} else {

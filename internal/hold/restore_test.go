@@ -35,7 +35,7 @@ import (
 type restoreCase struct {
 	h     *hash.Hasher
 	now   time.Time
-	state func(uid string, ago time.Duration) string
+	state func(uid string, ago time.Duration, evict bool) string
 	cm    *corev1.ConfigMap
 }
 
@@ -46,8 +46,8 @@ func newRestoreCase() restoreCase {
 	sum := h.Of(hash.Source{Kind: "ConfigMap", Namespace: "shop", Name: "shared"}, bad).Sum
 	return restoreCase{h: h, now: now,
 		cm: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shared"}, BinaryData: bad},
-		state: func(uid string, ago time.Duration) string {
-			st := guard.State{At: now.Add(-ago), Generation: 2, Times: []time.Time{now.Add(-ago)},
+		state: func(uid string, ago time.Duration, evict bool) string {
+			st := guard.State{At: now.Add(-ago), Generation: 2, Times: []time.Time{now.Add(-ago)}, Evict: evict,
 				Sources: []guard.Source{{Object: object.Ref{Kind: "ConfigMap", Namespace: "shop", Name: "shared"}, Sum: sum}}}
 			return st.Encode(uid, h.MAC)
 		}}
@@ -68,13 +68,6 @@ func startStore(t *testing.T, ctx context.Context, st *store.Store) {
 	if !toolscache.WaitForCacheSync(ctx.Done(), st.HasSynced) {
 		t.Fatal("store did not sync")
 	}
-}
-
-// evictsByAnnotation says that a workload is restarted by eviction when
-// its strategy annotation says so (the controller also reads policies and
-// the flag).
-func evictsByAnnotation(_ object.Ref, obj client.Object) bool {
-	return obj.GetAnnotations()[restart.StrategyAnnotation] == "evict"
 }
 
 // TestRestoreEveryStrategy: before the first restart a new process
@@ -108,7 +101,7 @@ func TestRestoreEveryStrategy(t *testing.T) {
 			rc := newRestoreCase()
 			x := &appsv1.Deployment{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "ux", Generation: 2, Annotations: map[string]string{
-					restart.StrategyAnnotation: tc.strategy, guard.StateAnnotation: rc.state("ux", tc.ago)}},
+					restart.StrategyAnnotation: tc.strategy, guard.StateAnnotation: rc.state("ux", tc.ago, tc.strategy == "evict")}},
 				Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
 				Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 0},
 			}
@@ -120,7 +113,7 @@ func TestRestoreEveryStrategy(t *testing.T) {
 			startStore(t, ctx, st)
 			now := rc.now
 			g := New(Config{MaxConcurrent: 10, RolloutTimeout: 10 * time.Minute, HoldOnFailure: true, Sign: rc.h.MAC,
-				Now: func() time.Time { return now }, Evicts: evictsByAnnotation,
+				Now: func() time.Time { return now },
 				EvictDone: func(obj client.Object, at time.Time) bool {
 					return tc.done && obj.GetName() == "x" && at.Equal(now.Add(-tc.ago).Truncate(time.Second))
 				}}, st, events.NewFakeRecorder(100))
@@ -162,7 +155,7 @@ func TestRestoreKindServedLater(t *testing.T) {
 	ro.SetName("x")
 	ro.SetUID("ux")
 	ro.SetGeneration(2)
-	ro.SetAnnotations(map[string]string{guard.StateAnnotation: rc.state("ux", 20*time.Minute)})
+	ro.SetAnnotations(map[string]string{guard.StateAnnotation: rc.state("ux", 20*time.Minute, false)})
 	_ = unstructured.SetNestedField(ro.Object, map[string]any{"template": map[string]any{}}, "spec")
 	_ = unstructured.SetNestedField(ro.Object, map[string]any{"observedGeneration": "2", "phase": "Degraded"}, "status")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
