@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -92,5 +93,7 @@ func guardConfig(o *options.Options) hold.Config {
 		RolloutTimeout: o.RolloutTimeout,
 		HoldOnFailure:  o.OnFailedRollout == options.OnFailedHold,
 		Shared:         o.Lock != options.LockLease,
+		Settle:         cmp.Or(o.Settle, o.Coalesce),
+		SettleMax:      o.SettleMax,
 	}
 }

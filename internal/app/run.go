@@ -258,7 +258,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Annotate:                  annotate,
 		Dynamic:                   dyn,
 		Keys:                      o.AnnotationKeys,
-		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, plan.VersionAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation, evict.DoneAnnotation}, optin.WorkloadKeys...),
+		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, plan.VersionAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation, guard.PendingAnnotation, evict.DoneAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
 	})
 }

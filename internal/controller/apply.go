@@ -2,15 +2,18 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -46,7 +49,10 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 		onDelete = "" // watcher replaces the pods itself (evictStep)
 	}
 	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
-	if p.Action == plan.None || !admitted {
+	if !admitted {
+		return r.keepPending(ctx, key, obj, req)
+	}
+	if p.Action == plan.None {
 		return nil
 	}
 	req.Evict = w.evicts()                               // kept in its state, for the guards' restore
@@ -79,6 +85,25 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 		}
 		r.restartedForPolicies(w.applied, key, p)
 		r.cronJobs.Run(ctx, key, obj, p.Record.RestartID())
+	}
+	return nil
+}
+
+// keepPending writes on obj the change set its held restart waits for
+// (hold.Guards.Pending), so that whichever replica decides it next, after
+// a restart of watcher or a lease handover, resumes the same wait. One
+// patch of that annotation, made when the wait begins or the set grows.
+func (r *Reconciler) keepPending(ctx context.Context, key workload.Key, obj client.Object, req guard.Request) error {
+	v := r.guards.Pending(key, obj, req)
+	if v == "" {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{ // strings always marshal
+		"resourceVersion": obj.GetResourceVersion(),
+		"annotations":     map[string]string{guard.PendingAnnotation: v},
+	}})
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return r.patchFailed(ctx, key, obj, err)
 	}
 	return nil
 }

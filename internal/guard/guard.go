@@ -20,8 +20,11 @@
 //
 //	gate            Reason          holds while                            released by
 //	(window)        window          outside a maintenance window           the window opening (Until)
-//	Pauses          pause-period    the workload's pause period, counted   the period ending (Until)
-//	                                from its first held restart
+//	Settles         change-set      a changed source of the workload       the sources quiet for the
+//	                                changed less than its quiet period     quiet period, or the maximum
+//	                                ago (--settle, watcher.dev/settle)     from the first change (Until)
+//	                pause-period    Reloader's pause period, counted from  the period ending (Until)
+//	                                the first change
 //	Flaps           flapping        a changed source is flapping           quiet for --flap-quiet (Until),
 //	                                                                       or a person (Request.Released)
 //	Budget          budget          the workload restarted Max times       the oldest restart leaving
@@ -34,7 +37,7 @@
 // A gate is anything with Check(Request) Verdict. Adding one is one type
 // and one entry in the chain package hold builds (hold.New: the gates of
 // hold.Config.Gates, such as a ReloadPolicy's maintenance window, then
-// Pauses, Flaps, Budget, Rollouts.FailedGate and Rollouts); put it
+// Settles, Flaps, Budget, Rollouts.FailedGate and Rollouts); put it
 // before the wave gate, which reserves a slot when it admits. A gate that
 // keeps state about restarts implements Committer (told once the restart
 // is written) and, if it reserves or queues something in Check, Canceller
@@ -61,10 +64,11 @@ const (
 	ReasonFailedRollout Reason = "failed-rollout"
 	ReasonWindow        Reason = "window"
 	ReasonPausePeriod   Reason = "pause-period"
+	ReasonChangeSet     Reason = "change-set"
 )
 
 // Reasons lists every Reason, for metrics.
-var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow, ReasonPausePeriod}
+var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow, ReasonPausePeriod, ReasonChangeSet}
 
 // Source is a ConfigMap or Secret whose change causes a restart.
 type Source struct {
@@ -84,8 +88,9 @@ type Request struct {
 	Priority int
 	// Sources are the changed ConfigMaps and Secrets, sorted.
 	Sources []Source
-	// PausePeriod is the workload's pause period (Pauses); 0: none.
-	PausePeriod time.Duration
+	// Settle is the change set the restart waits for (Settles); zero:
+	// none.
+	Settle Settle
 	// Released is true when a person released the holds of this restart
 	// (ReleaseAnnotation): the budget, flapping and failed-rollout gates
 	// admit it.

@@ -191,44 +191,61 @@ func TestFlapsSweep(t *testing.T) {
 	}
 }
 
-// TestPauses: Reloader's pause period: the restarts of a period, counted
-// from the first, become one, at its end; the next change starts a new
-// period; a stale first time does not release a new change at once.
-func TestPauses(t *testing.T) {
-	const period = time.Minute
-	type step struct {
-		at     time.Duration
-		hold   bool
-		until  time.Duration
-		commit bool
-	}
-	tests := []struct {
+// TestSettles: a restart waits until its sources have been quiet for the
+// quiet period, at most the maximum from the first change; a last change
+// not known is quiet; Reloader's pause period holds from the first change
+// for the period, however quiet, and says so.
+func TestSettles(t *testing.T) {
+	for _, tt := range []struct {
 		name   string
-		period time.Duration
-		steps  []step
+		settle guard.Settle
+		now    time.Duration
+		reason guard.Reason // "": admitted
+		until  time.Duration
 	}{
-		{"no period", 0, []step{{at: 0}, {at: time.Second}}},
-		{"changes within the period roll once, at its end", period, []step{
-			{at: 0, hold: true, until: period}, {at: 10 * time.Second, hold: true, until: period},
-			{at: 59 * time.Second, hold: true, until: period}, {at: period, commit: true},
-			{at: 90 * time.Second, hold: true, until: 150 * time.Second}}},
-		{"a stale first time starts a new period", period, []step{
-			{at: 0, hold: true, until: period}, {at: 10 * time.Minute, hold: true, until: 11 * time.Minute}}},
-	}
-	for _, tt := range tests {
+		{"none", guard.Settle{Opened: at(0), Last: at(0)}, 0, "", 0},
+		{"a lone change, quiet", guard.Settle{Quiet: 2 * time.Second, Max: 2 * time.Minute, Opened: at(0), Last: at(0)}, 2 * time.Second, "", 0},
+		{"a lone change, not yet quiet", guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0), Last: at(0)}, 10 * time.Second, guard.ReasonChangeSet, time.Minute},
+		{"a second source 40s later", guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0), Last: at(40 * time.Second)}, 60 * time.Second, guard.ReasonChangeSet, 100 * time.Second},
+		{"bounded by the maximum", guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0), Last: at(110 * time.Second)}, 111 * time.Second, guard.ReasonChangeSet, 2 * time.Minute},
+		{"past the maximum", guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0), Last: at(110 * time.Second)}, 2 * time.Minute, "", 0},
+		{"last change not known", guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0)}, 0, "", 0},
+		{"pause period", guard.Settle{Quiet: time.Minute, Max: time.Minute, Opened: at(0), Last: at(50 * time.Second), Pause: true}, 55 * time.Second, guard.ReasonPausePeriod, time.Minute},
+		{"pause period over", guard.Settle{Quiet: time.Minute, Max: time.Minute, Opened: at(0), Last: at(50 * time.Second), Pause: true}, time.Minute, "", 0},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := guard.NewPauses()
-			for i, s := range tt.steps {
-				r := req("ns/a", at(s.at))
-				r.PausePeriod = tt.period
-				v := p.Check(r)
-				if v.Hold != s.hold || (s.hold && (!v.Until.Equal(at(s.until)) || v.Reason != guard.ReasonPausePeriod)) {
-					t.Fatalf("step %d at %s: %+v, want hold %v until %s", i, s.at, v, s.hold, s.until)
-				}
-				if s.commit {
-					p.Commit(r)
-				}
+			r := req("ns/a", at(tt.now))
+			r.Settle = tt.settle
+			v := guard.Settles{}.Check(r)
+			if v.Hold != (tt.reason != "") || v.Reason != tt.reason || (v.Hold && !v.Until.Equal(at(tt.until))) {
+				t.Errorf("Check = %+v, want reason %q until %s", v, tt.reason, tt.until)
 			}
 		})
+	}
+}
+
+// TestPendingSigned: the pending change set is read back only on the
+// workload it was written for, with the installation's key; Holds tells a
+// set that grew or changed content from the same set.
+func TestPendingSigned(t *testing.T) {
+	a := guard.Source{Object: obj("ConfigMap shop/a"), Sum: "0123456789abcdef0123456789abcdef"}
+	b := guard.Source{Object: obj("Secret shop/b"), Sum: "fedcba9876543210fedcba9876543210"}
+	p := guard.Pending{Opened: at(0), Last: at(40 * time.Second), Sources: []guard.Source{a, b}}
+	v := p.Encode("uid-1", sign("k"))
+	got, err := guard.DecodePending(v, "uid-1", sign("k"))
+	if err != nil || !got.Equal(p) || !got.Holds([]guard.Source{a, b}) {
+		t.Fatalf("DecodePending = %+v, %v", got, err)
+	}
+	if got.Holds([]guard.Source{a}) || got.Holds([]guard.Source{a, {Object: b.Object, Sum: "0000000000000000"}}) {
+		t.Error("a smaller set, or another content, held as the same change")
+	}
+	for name, tc := range map[string]struct{ v, uid, key string }{
+		"copied to another workload": {v, "uid-2", "k"},
+		"another installation":       {v, "uid-1", "other"},
+		"a restart state":            {guard.State{At: at(0)}.Encode("uid-1", sign("k")), "uid-1", "k"},
+	} {
+		if _, err := guard.DecodePending(tc.v, tc.uid, sign(tc.key)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

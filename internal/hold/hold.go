@@ -29,7 +29,6 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
-	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -51,6 +50,12 @@ type Config struct {
 	RolloutTimeout time.Duration
 	// HoldOnFailure holds the other restarts of a failed rollout's change.
 	HoldOnFailure bool
+	// Settle is how long a workload's changed sources must have been
+	// quiet before it restarts, and SettleMax bounds that wait from the
+	// first change (guard.Settles); a workload's watcher.dev/settle and
+	// watcher.dev/settle-max, or Reloader's pause period, set its own.
+	// 0: none.
+	Settle, SettleMax time.Duration
 	// Gates are asked before watcher's own (a maintenance window, say).
 	Gates []guard.Gate
 	// Notifier is told of holds, releases, flapping and failed rollouts;
@@ -101,7 +106,6 @@ type Guards struct {
 	now      func() time.Time
 
 	budget   *guard.Budget
-	pauses   *guard.Pauses
 	flaps    *guard.Flaps
 	rollouts *guard.Rollouts
 	chain    guard.Chain
@@ -135,6 +139,9 @@ type hold struct {
 	// sources are the changed ConfigMaps and Secrets the held restart is
 	// for: a release on one of them wakes it (wakeFor).
 	sources []object.Ref
+	// setSince is when it began to wait for its change set (by any gate
+	// since); zero: it did not.
+	setSince time.Time
 }
 
 // New returns the guards of cfg, reading ConfigMaps and Secrets from st and
@@ -142,7 +149,6 @@ type hold struct {
 func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	g := &Guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
 		budget:   guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
-		pauses:   guard.NewPauses(),
 		flaps:    guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
 		rollouts: guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
 		wake:     make(chan event.TypedGenericEvent[object.Ref], 1024),
@@ -155,10 +161,10 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 		g.now = time.Now
 	}
 	// The order of the hold seam (see package guard): the gates of others
-	// (maintenance windows), pause periods, then flapping, budget, failed rollouts, and
+	// (maintenance windows), change sets (and pause periods), then flapping, budget, failed rollouts, and
 	// the wave last, as it reserves a slot when it admits.
 	g.rollouts.Waited = func(d time.Duration) { metrics.WaveWait.Observe(d.Seconds()) }
-	g.chain = append(slices.Clone(cfg.Gates), g.pauses, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
+	g.chain = append(slices.Clone(cfg.Gates), guard.Settles{}, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
 	for _, r := range guard.Reasons {
 		metrics.RestartsHeld.WithLabelValues(string(r))
 		metrics.HeldRestarts.WithLabelValues(string(r))
@@ -206,6 +212,12 @@ func (g *Guards) Done(ctx context.Context, key object.Ref, obj client.Object, re
 	}
 	g.rollouts.Wrote(key, obj.GetGeneration())
 	g.chain.Commit(req)
+	g.mu.Lock()
+	h, held := g.held[key]
+	g.mu.Unlock()
+	if held && !h.setSince.IsZero() {
+		g.completed(obj, req, h.setSince)
+	}
 	var last time.Time
 	for _, s := range req.Sources {
 		if t, ok := g.flaps.LastChange(s.Object); ok && t.After(last) {
@@ -238,11 +250,6 @@ func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report 
 		report(err)
 	}
 	req.Priority = prio
-	if d, err := optin.PausePeriodOf(optin.Of(obj)); err != nil {
-		report(err)
-	} else {
-		req.PausePeriod = d
-	}
 	for _, c := range p.Changes {
 		id := object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name}
 		sum := "gone"
@@ -255,6 +262,7 @@ func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report 
 		}
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}
+	req.Settle = g.settle(obj, req.Sources, req.Now, report)
 	return req
 }
 
@@ -321,7 +329,11 @@ func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, r
 	fresh := !was || h.reason != v.Reason
 	switch {
 	case fresh:
-		h := hold{reason: v.Reason, since: req.Now, release: values, released: req.Released}
+		setSince := h.setSince
+		if v.Reason == guard.ReasonChangeSet || v.Reason == guard.ReasonPausePeriod {
+			setSince = cmp.Or(setSince, req.Now)
+		}
+		h := hold{reason: v.Reason, since: req.Now, release: values, released: req.Released, setSince: setSince}
 		for _, s := range req.Sources {
 			h.sources = append(h.sources, s.Object)
 		}
@@ -347,8 +359,11 @@ func (g *Guards) held1(ctx context.Context, key object.Ref, obj client.Object, r
 	metrics.HeldRestarts.WithLabelValues(string(v.Reason)).Inc()
 	log.Info("Restart held", "reason", v.Reason, "until", until(v.Until), "why", v.Message)
 	kind, why := corev1.EventTypeWarning, ReasonRestartHeld
-	if v.Reason == guard.ReasonWave || v.Reason == guard.ReasonPausePeriod { // waiting is what was asked for, not a problem
+	switch v.Reason {
+	case guard.ReasonWave, guard.ReasonPausePeriod: // waiting is what was asked for, not a problem
 		kind, why = corev1.EventTypeNormal, ReasonRestartWaiting
+	case guard.ReasonChangeSet:
+		kind, why = corev1.EventTypeNormal, ReasonChangeSetOpen
 	}
 	g.recorder.Eventf(obj, nil, kind, why, "Restart", "%s", note.Truncate("Restart held ("+string(v.Reason)+"): "+v.Message))
 	g.notifier.Notify(guard.Event{Type: guard.EventHeld, Workload: key, Reason: v.Reason, Message: v.Message, Time: req.Now})

@@ -31,7 +31,6 @@ func (g *Guards) Observe(ctx context.Context, key object.Ref, cached *metav1.Par
 	}
 	if cached == nil {
 		g.rollouts.Gone(key)
-		g.pauses.Gone(key)
 		g.mu.Lock()
 		delete(g.release, key)
 		g.mu.Unlock()

@@ -43,6 +43,9 @@ func Check(ann map[string]string) error {
 	if _, err := PausePeriodOf(ann); err != nil {
 		errs = append(errs, err)
 	}
+	if _, _, err := SettleOf(ann); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

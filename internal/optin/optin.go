@@ -130,7 +130,7 @@ var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
 // those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
 // the cache must keep them.
 var (
-	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, RolloutStrategy,
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RolloutStrategy,
 		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude}, templateKeys...)
 	ConfigKeys = []string{Ignore, Match}
 )
@@ -352,6 +352,37 @@ func PausePeriodOf(ann map[string]string) (time.Duration, error) {
 		return 0, fmt.Errorf("annotation %s is not a positive duration such as 5m; restarting without a pause", PausePeriod)
 	}
 	return d, nil
+}
+
+// The settle annotations of a workload (package guard's Settles): how
+// long its changed sources must have been quiet before it restarts, and
+// the longest it waits from the first change.
+const (
+	Settle    = "watcher.dev/settle"
+	SettleMax = "watcher.dev/settle-max"
+)
+
+// MaxSettle bounds both settle annotations: a restart never waits longer
+// for its change set.
+const MaxSettle = time.Hour
+
+// SettleOf reads a workload's settle annotations: zero for one absent;
+// an error, and zero for both, when one is not a duration from 0 to
+// MaxSettle.
+func SettleOf(ann map[string]string) (quiet, maxWait time.Duration, err error) {
+	var out [2]time.Duration
+	for i, key := range []string{Settle, SettleMax} {
+		v, ok := ann[key]
+		if !ok {
+			continue
+		}
+		d, perr := time.ParseDuration(strings.TrimSpace(v))
+		if perr != nil || d < 0 || d > MaxSettle {
+			return 0, 0, fmt.Errorf("annotation %s %.40q is not a duration from 0s to %s such as 1m; using the installation's settle", key, v, MaxSettle)
+		}
+		out[i] = d
+	}
+	return out[0], out[1], nil
 }
 
 func typed(kind refs.Kind, configMap, secret, class string) string {

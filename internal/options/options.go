@@ -37,6 +37,10 @@ type Options struct {
 	// CoalesceMax bounds the wait under a never-ending stream of changes.
 	Coalesce    time.Duration
 	CoalesceMax time.Duration
+	// Settle is how long every changed source of a workload must have been
+	// quiet before it restarts (0: Coalesce), and SettleMax the longest
+	// it waits from the first change (package guard's Settles).
+	Settle, SettleMax time.Duration
 	// CronJobTrigger also runs a restarted CronJob at once: a Job is created
 	// from its new template, as kubectl create job --from=cronjob/NAME does.
 	CronJobTrigger bool
@@ -160,6 +164,7 @@ func Defaults() *Options {
 		Settings:              settings.Defaults(),
 		Coalesce:              time.Second,
 		CoalesceMax:           30 * time.Second,
+		SettleMax:             2 * time.Minute,
 		Workers:               8,
 		RestartStrategy:       restart.Default.Name(),
 		RestartBudget:         Rate{Count: 5, Per: time.Hour},
@@ -209,6 +214,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.Settings.BindFlags(fs)
 	bind(envflag.Duration(&o.Coalesce), "coalesce", "COALESCE", "restart once a changed ConfigMap or Secret has been quiet this long, so a burst restarts once; 0: no wait")
 	bind(envflag.Duration(&o.CoalesceMax), "coalesce-max", "COALESCE_MAX", "restart at the latest this long after the first change of a burst, however long it goes on")
+	bind(envflag.Duration(&o.Settle), "settle", "SETTLE", "restart a workload once every ConfigMap and Secret it reads has been quiet this long, so a change written in parts (a username, then its password) rolls out once; 0: --coalesce; a workload's watcher.dev/settle sets its own")
+	bind(envflag.Duration(&o.SettleMax), "settle-max", "SETTLE_MAX", "restart at the latest this long after the first change of a workload's change set, however busy its sources; a workload's watcher.dev/settle-max sets its own")
 	bind(envflag.Bool(&o.CronJobTrigger), "cronjob-trigger", "CRONJOB_TRIGGER", "after restarting a CronJob, also create a Job from its new template now (as kubectl create job --from=cronjob/NAME)")
 	fs.Lookup("cronjob-trigger").NoOptDefVal = "true"
 	bind(envflag.Bool(&o.DryRun), "dry-run", "DRY_RUN", "decide as usual but write nothing to workloads: log each restart watcher would make and emit an Event WouldRestart on the workload (and, with --alert-on-reload, an alert)")

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -78,6 +80,14 @@ func (o *Options) validate() []error {
 	for _, k := range o.IgnoreWorkloadKinds {
 		if _, ok := workload.ByName(k); !ok {
 			p.add("ignore-workload-kinds", "IGNORE_WORKLOAD_KINDS", "%q is no workload kind (want kind names such as CronJob)", k)
+		}
+	}
+	for _, d := range []struct {
+		flag, env string
+		v         time.Duration
+	}{{"settle", "SETTLE", o.Settle}, {"settle-max", "SETTLE_MAX", o.SettleMax}} {
+		if d.v < 0 || d.v > optin.MaxSettle {
+			p.add(d.flag, d.env, "want a duration from 0s to %s, got %s", optin.MaxSettle, d.v)
 		}
 	}
 	if o.Namespace != "" {

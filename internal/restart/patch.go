@@ -34,6 +34,10 @@ func PatchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Ki
 	if p.Action == plan.Restart && state != "" {
 		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[guard.StateAnnotation] = state
 	}
+	if _, waited := obj.GetAnnotations()[guard.PendingAnnotation]; waited && p.Action == plan.Restart {
+		// The change set it waited for rolls out now.
+		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[guard.PendingAnnotation] = nil
+	}
 	if p.Action == plan.Restart {
 		var at map[string]any
 		patchType, at = Patch(s, Workload{Kind: kind, Object: obj, ID: p.Record.RestartID()})

@@ -217,6 +217,8 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "RELOAD_ON_DELETE" .Values.restart.reloadOnDelete) }}
 {{- include "watcher.env" (list "COALESCE" .Values.restart.coalesce) }}
 {{- include "watcher.env" (list "COALESCE_MAX" .Values.restart.coalesceMax) }}
+{{- include "watcher.env" (list "SETTLE" .Values.restart.settle) }}
+{{- include "watcher.env" (list "SETTLE_MAX" .Values.restart.settleMax) }}
 {{- include "watcher.env" (list "CRONJOB_TRIGGER" .Values.restart.cronjobTrigger) }}
 {{- include "watcher.env" (list "WORKERS" .Values.restart.workers) }}
 {{- include "watcher.env" (list "DRY_RUN" .Values.restart.dryRun) }}

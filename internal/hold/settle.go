@@ -1,0 +1,138 @@
+package hold
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/optin"
+)
+
+// The change set a restart waits for (guard.Settles), as the request is
+// built:
+//
+//	kept on the workload (guard.PendingAnnotation)  the set told to the gate
+//	none, or not signed for it, or stale            opened at the earliest, last changed
+//	                                                at the latest change seen of its sources
+//	the same sources and contents                   opened and last changed as kept, or
+//	                                                later if a change was seen since
+//	another set (a source joined or changed again)  opened as kept; last changed when
+//	                                                seen, or now if not seen (made while
+//	                                                this replica was not watching)
+//
+// The changes seen are the flap detector's (every replica sees every
+// change). A set kept is stale once twice its wait has passed since it
+// opened: it belongs to a change restarted or undone long ago.
+
+// settle returns the change set of the restart of obj for sources, its
+// settings read from obj (invalid ones reported, and the defaults used).
+func (g *Guards) settle(obj client.Object, sources []guard.Source, now time.Time, report func(error)) guard.Settle {
+	s := guard.Settle{Quiet: g.cfg.Settle, Max: g.cfg.SettleMax}
+	if quiet, maxWait, err := optin.SettleOf(obj.GetAnnotations()); err != nil {
+		report(err)
+	} else {
+		if quiet > 0 {
+			s.Quiet = quiet
+		}
+		if maxWait > 0 {
+			s.Max = maxWait
+		}
+	}
+	if s.Max > 0 && s.Max < s.Quiet {
+		s.Max = s.Quiet
+	}
+	if d, err := optin.PausePeriodOf(optin.Of(obj)); err != nil {
+		report(err)
+	} else if d > 0 {
+		s = guard.Settle{Quiet: d, Max: d, Pause: true}
+	}
+	var first, last time.Time
+	for _, src := range sources {
+		if t, ok := g.flaps.LastChange(src.Object); ok {
+			if t.After(last) {
+				last = t
+			}
+			if first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+	}
+	kept, ok := g.pending(obj)
+	if ok && now.After(kept.Opened.Add(2*max(s.Quiet, s.Max))) {
+		ok = false
+	}
+	switch {
+	case ok && kept.Holds(sources):
+		s.Opened, s.Last = kept.Opened, later(kept.Last, last)
+	case ok:
+		s.Opened, s.Last = kept.Opened, now
+		if last.After(kept.Last) {
+			s.Last = last
+		}
+	default:
+		s.Opened, s.Last = first, last
+	}
+	return s
+}
+
+// pending reads the change set kept on obj, if it is watcher's own.
+func (g *Guards) pending(obj client.Object) (guard.Pending, bool) {
+	v, ok := obj.GetAnnotations()[guard.PendingAnnotation]
+	if !ok || g.cfg.Sign == nil {
+		return guard.Pending{}, false
+	}
+	p, err := guard.DecodePending(v, string(obj.GetUID()), g.cfg.Sign)
+	return p, err == nil
+}
+
+// Pending returns the value of guard.PendingAnnotation to write on obj,
+// the workload key, whose restart req Admit held for its change set, so
+// that whichever replica decides it next resumes the same wait: "" when
+// it is not held for one, no state is kept, or obj has it already.
+func (g *Guards) Pending(key object.Ref, obj client.Object, req guard.Request) string {
+	if g == nil || g.cfg.Sign == nil {
+		return ""
+	}
+	g.mu.Lock()
+	h, held := g.held[key]
+	g.mu.Unlock()
+	if !held || (h.reason != guard.ReasonChangeSet && h.reason != guard.ReasonPausePeriod) {
+		return ""
+	}
+	want := guard.Pending{Opened: req.Settle.Opened, Last: req.Settle.Last, Sources: req.Sources}
+	if kept, ok := g.pending(obj); ok && kept.Equal(want) {
+		return ""
+	}
+	return want.Encode(string(obj.GetUID()), g.cfg.Sign)
+}
+
+// Event reasons of change sets.
+const (
+	ReasonChangeSetOpen     = "ChangeSetOpen"
+	ReasonChangeSetComplete = "ChangeSetComplete"
+)
+
+// completed says that the change set key waited for rolled out, with
+// every source rolled together, held since.
+func (g *Guards) completed(obj client.Object, req guard.Request, since time.Time) {
+	names := make([]string, 0, len(req.Sources))
+	for _, s := range req.Sources {
+		names = append(names, s.Object.Kind+" "+s.Object.Name)
+	}
+	g.recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonChangeSetComplete, "Restart", "%s",
+		note.Truncate(fmt.Sprintf("Change set complete after %s: rolling out %s together",
+			req.Now.Sub(since).Round(time.Second), strings.Join(names, ", "))))
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

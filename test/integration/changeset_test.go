@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/optin"
+)
+
+// TestChangeSet: a workload with watcher.dev/settle reading a ConfigMap
+// and a Secret written 3 s apart (a username, then its password) rolls out
+// once, after the second, once both have been quiet for its settle, and
+// says so (ChangeSetOpen, ChangeSetComplete naming both); one without it
+// rolls at each write; the set waited for is gone from the workload after.
+func TestChangeSet(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	user, pass := configMap(ns, "user", map[string]string{"u": "a"}), secret(ns, "pass", map[string]string{"p": "a"})
+	create(t, user)
+	create(t, pass)
+	settled := track(t, annotated(ns, "settled", envFrom("user", "pass"), map[string]string{optin.Settle: "5s"}))
+	plain := track(t, deployment(ns, "plain", envFrom("user", "pass")))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "settled", envFrom("user", "pass")))
+	waitAdopted(t, deployment(ns, "plain", envFrom("user", "pass")))
+
+	setConfigMap(t, user, "u", "b")
+	waitRollouts(t, plain, 1)
+	time.Sleep(3 * time.Second)
+	setSecret(t, pass, "p", "b")
+	second := time.Now()
+	waitRollouts(t, plain, 2)
+	stayRollouts(t, settled, 0)
+	waitRollouts(t, settled, 1)
+	g := NewWithT(t)
+	g.Expect(time.Since(second)).To(BeNumerically(">=", 4*time.Second), "rolled before the second write was quiet")
+	stayRollouts(t, settled, 1)
+	g.Expect(events(t, ns, "settled", hold.ReasonChangeSetOpen)).NotTo(BeEmpty())
+	g.Expect(events(t, ns, "settled", hold.ReasonChangeSetComplete)).To(ContainElement(
+		And(ContainSubstring("ConfigMap user"), ContainSubstring("Secret pass"))))
+	g.Expect(fetch(t, &appsv1.Deployment{ObjectMeta: meta(ns, "settled")}).Annotations).NotTo(HaveKey(guard.PendingAnnotation))
+}
+
+// TestChangeSetResumed: watcher stopped while a workload waits for its
+// change set, and started again, resumes the same wait from the set kept
+// on the workload: the second part of the change, written after the new
+// start, joins it, and the workload rolls out once in all.
+func TestChangeSetResumed(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	user, pass := configMap(ns, "user", map[string]string{"u": "a"}), secret(ns, "pass", map[string]string{"p": "a"})
+	create(t, user)
+	create(t, pass)
+	dep := annotated(ns, "app", envFrom("user", "pass"), map[string]string{optin.Settle: "8s"})
+	app := track(t, dep)
+	w := startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", envFrom("user", "pass")))
+
+	setConfigMap(t, user, "u", "b")
+	g := NewWithT(t)
+	g.Eventually(func() map[string]string {
+		return fetch(t, &appsv1.Deployment{ObjectMeta: meta(ns, "app")}).Annotations
+	}, wait).Should(HaveKey(guard.PendingAnnotation), "the set waited for is kept on the workload")
+	w.Stop()
+	startWatcher(t, ns)
+	stayRollouts(t, app, 0)
+	setSecret(t, pass, "p", "b")
+	waitRollouts(t, app, 1)
+	stayRollouts(t, app, 1)
+	g.Expect(events(t, ns, "app", hold.ReasonChangeSetComplete)).To(ContainElement(
+		And(ContainSubstring("ConfigMap user"), ContainSubstring("Secret pass"))))
+}
