@@ -55,8 +55,7 @@ func (f *Follower) Check(ctx context.Context, sources []object.Ref) []Verdict {
 }
 
 // known returns the verdicts of the known producers of src, at most
-// MaxPerSource, from the caches. An object served at two versions
-// (ExternalSecret v1 and v1beta1) is judged once.
+// MaxPerSource, from the caches.
 func (f *Follower) known(src object.Ref) []Verdict {
 	if src.Kind != "Secret" {
 		return nil // the known kinds all produce Secrets
@@ -127,14 +126,9 @@ func (f *Follower) ForceSync(ctx context.Context, producer object.Ref) error {
 	}
 	var a *api
 	if f != nil {
-		for _, c := range []*api{f.apis[0], f.apis[1]} { // v1, then v1beta1
-			if c.Enabled() {
-				a = c
-				break
-			}
-		}
+		a = f.apis[0] // kinds[0], ExternalSecret v1
 	}
-	if a == nil {
+	if a == nil || !a.Enabled() {
 		return fmt.Errorf("force-sync %s: %w", producer, ErrNotFollowed)
 	}
 	before := ""

@@ -11,8 +11,8 @@
 //
 //	kind                         produces           Current when                          Failed when
 //	ExternalSecret               spec.target.name   Ready=True and                        Ready=False (ESO writes reason
-//	(external-secrets.io v1,     (default: its      status.syncedResourceVersion ==       SecretSyncedError)
-//	v1beta1)                     name; none when    the version ESO computes now
+//	(external-secrets.io/v1)     (default: its      status.syncedResourceVersion ==       SecretSyncedError)
+//	                             name; none when    the version ESO computes now
 //	                             creationPolicy     (Version: generation and a hash
 //	                             is None)           of labels and annotations)
 //	Certificate                  spec.secretName    Ready=True at the generation          Issuing=False with a reason other

@@ -25,13 +25,14 @@ type kind struct {
 }
 
 // The known kinds, in the order they are followed and checked.
+//
+// ExternalSecrets are followed at v1 only: External Secrets v0.16 serves
+// v1 and v1beta1 from one CRD (the same objects, the same status fields),
+// and served.Watcher follows one version per CRD. A release serving
+// v1beta1 alone (before v0.16) is not followed.
 var (
 	externalSecretV1 = &kind{
 		gvk:      schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"},
-		resource: "externalsecrets", target: esTarget, current: externalSecret,
-	}
-	externalSecretV1beta1 = &kind{
-		gvk:      schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1beta1", Kind: "ExternalSecret"},
 		resource: "externalsecrets", target: esTarget, current: externalSecret,
 	}
 	certificateV1 = &kind{
@@ -47,7 +48,7 @@ var (
 		resource: "sealedsecrets", current: sealedSecret,
 		target: func(u *unstructured.Unstructured) string { return u.GetName() },
 	}
-	kinds = []*kind{externalSecretV1, externalSecretV1beta1, certificateV1, sealedSecretV1alpha1}
+	kinds = []*kind{externalSecretV1, certificateV1, sealedSecretV1alpha1}
 )
 
 // isKnown tells whether group and kind are one of the known kinds, which
