@@ -152,5 +152,6 @@ func (f *Follower) ForceSync(ctx context.Context, producer object.Ref) error {
 		f.forced[producer] = before
 		f.mu.Unlock()
 	}
+	f.opts.Log.V(1).Info("Asked an ExternalSecret to sync", "externalSecret", producer.Namespace+"/"+producer.Name)
 	return nil
 }

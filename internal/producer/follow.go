@@ -32,6 +32,7 @@ type api struct {
 	kind *kind
 
 	mu     sync.Mutex
+	parent context.Context // Enable's, for the Enqueue of Disable
 	cancel context.CancelFunc
 	infs   []toolscache.SharedIndexInformer
 }
@@ -58,6 +59,7 @@ func (a *api) Enable(ctx context.Context) error {
 		return nil
 	}
 	o := a.f.opts
+	parent := ctx
 	gvr := a.kind.gvk.GroupVersion().WithResource(a.kind.resource)
 	field := object.NotIn(o.IgnoreNamespaces)
 	ctx, cancel := context.WithCancel(ctx)
@@ -77,20 +79,34 @@ func (a *api) Enable(ctx context.Context) error {
 		go inf.RunWithContext(ctx)
 	}
 	a.mu.Lock()
-	a.cancel, a.infs = cancel, infs
+	a.parent, a.cancel, a.infs = parent, cancel, infs
 	a.mu.Unlock()
 	return nil
 }
 
-// Disable stops the informers and forgets the producers.
+// Disable stops the informers and forgets the producers. The Secrets they
+// produced are enqueued, since they have no producer of this kind any
+// more: from another goroutine, as Enqueue may wait for the controller to
+// run (on a standby, until the process ends).
 func (a *api) Disable() {
 	a.mu.Lock()
-	cancel := a.cancel
-	a.cancel, a.infs = nil, nil
+	parent, cancel, infs := a.parent, a.cancel, a.infs
+	a.parent, a.cancel, a.infs = nil, nil, nil
 	a.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if cancel == nil {
+		return
 	}
+	var gone []any
+	for _, inf := range infs {
+		gone = append(gone, inf.GetStore().List()...)
+	}
+	cancel()
+	go func() {
+		enqueue := a.enqueue(parent)
+		for _, obj := range gone {
+			enqueue(obj)
+		}
+	}()
 }
 
 // informers returns the running informers (none when disabled).
@@ -117,16 +133,7 @@ func indexTarget(obj any) ([]string, error) {
 // (generation, version, target, status); both Secrets when its target
 // moves.
 func (a *api) handlers(ctx context.Context) toolscache.ResourceEventHandler {
-	enqueue := func(obj any) {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || target(u) == "" || a.f.opts.Enqueue == nil {
-			return
-		}
-		a.f.opts.Enqueue(ctx, object.Ref{Kind: "Secret", Namespace: u.GetNamespace(), Name: target(u)})
-	}
+	enqueue := a.enqueue(ctx)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if !initial {
@@ -145,6 +152,21 @@ func (a *api) handlers(ctx context.Context) toolscache.ResourceEventHandler {
 			enqueue(cur)
 		},
 		DeleteFunc: enqueue,
+	}
+}
+
+// enqueue returns a function enqueueing the Secret a trimmed producer
+// produces.
+func (a *api) enqueue(ctx context.Context) func(obj any) {
+	return func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || target(u) == "" || a.f.opts.Enqueue == nil {
+			return
+		}
+		a.f.opts.Enqueue(ctx, object.Ref{Kind: "Secret", Namespace: u.GetNamespace(), Name: target(u)})
 	}
 }
 

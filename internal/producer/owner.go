@@ -2,12 +2,14 @@ package producer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/watcher-dev/watcher/internal/note"
@@ -36,6 +38,50 @@ type Owners struct {
 	Mapper meta.RESTMapper
 	// Dynamic reads the owner.
 	Dynamic dynamic.Interface
+	// Now is the clock of the memory of non-producers; nil: time.Now.
+	Now func() time.Time
+
+	mu  sync.Mutex
+	not map[types.UID]time.Time // owners found not to be producers, by UID: when
+}
+
+// forgetAfter is how long an owner found not to be a producer (a
+// Deployment, a kind watcher may not read, an owner gone) is not read
+// again: most never become one, and one that does is read again a few
+// minutes later.
+const forgetAfter = 5 * time.Minute
+
+// maxRemembered bounds the memory of non-producers; when full it is
+// emptied.
+const maxRemembered = 4096
+
+func (o *Owners) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// notProducer tells whether the owner uid was found not to be a producer
+// less than forgetAfter ago.
+func (o *Owners) notProducer(uid types.UID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at, ok := o.not[uid]
+	return ok && o.now().Sub(at) < forgetAfter
+}
+
+// remember notes that the owner uid is not a producer.
+func (o *Owners) remember(uid types.UID) {
+	if uid == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.not == nil || len(o.not) >= maxRemembered {
+		o.not = map[types.UID]time.Time{}
+	}
+	o.not[uid] = o.now()
 }
 
 // verdict returns the verdict of src's controller owner; ok is false when
@@ -47,7 +93,7 @@ func (o *Owners) verdict(ctx context.Context, src object.Ref) (v Verdict, ok, re
 		return Verdict{}, false, false
 	}
 	ref, found := o.Owner(src)
-	if !found || ref.Name == "" {
+	if !found || ref.Name == "" || (ref.UID != "" && o.notProducer(ref.UID)) {
 		return Verdict{}, false, false
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -64,15 +110,23 @@ func (o *Owners) verdict(ctx context.Context, src object.Ref) (v Verdict, ok, re
 	u, err := o.Dynamic.Resource(m.Resource).Namespace(src.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+		o.remember(ref.UID)
 		return Verdict{}, false, true
 	case err != nil:
 		return Verdict{Source: src, Producer: p, State: Progressing, Reason: ReasonOwnerUnreadable,
 			Message: note.Cut("cannot read the owner: "+err.Error(), 2*maxMessage)}, true, true
 	case ref.UID != "" && u.GetUID() != ref.UID:
-		return Verdict{}, false, true // another object of that name
+		o.remember(ref.UID) // that owner is gone; another has its name
+		return Verdict{}, false, true
 	}
 	state, reason, message, isProducer := generic(u)
 	if !isProducer {
+		// Remembered only once its controller has reported on its
+		// generation without a Ready condition (a Deployment): one with no
+		// status yet may be a producer that has not reported.
+		if g, found, ok := observedGeneration(u); found && ok && g == u.GetGeneration() {
+			o.remember(ref.UID)
+		}
 		return Verdict{}, false, true
 	}
 	return Verdict{Source: src, Producer: p, State: state, Reason: reason, Message: message}, true, true
