@@ -113,6 +113,11 @@ func (f *Follower) judge(src, p object.Ref, k *kind, u *unstructured.Unstructure
 // followed (their CRD is not served, or the Follower is nil).
 var ErrNotFollowed = errors.New("ExternalSecrets are not followed")
 
+// ErrSyncsOnce is returned by ForceSync for an ExternalSecret External
+// Secrets syncs only once (refreshPolicy CreatedOnce, or refreshInterval
+// 0): it ignores a force-sync.
+var ErrSyncsOnce = errors.New("the ExternalSecret is synced only once; a force-sync does nothing")
+
 // ForceSync asks the ExternalSecret producer to sync now: it sets its
 // force-sync annotation (ForceSyncAnnotation) to the current Unix time by
 // a merge patch of its metadata only. From then on Check calls it
@@ -134,7 +139,13 @@ func (f *Follower) ForceSync(ctx context.Context, producer object.Ref) error {
 	before := ""
 	for _, inf := range a.informers() {
 		if o, ok, _ := inf.GetIndexer().GetByKey(producer.Namespace + "/" + producer.Name); ok {
-			before = o.(metav1.Object).GetResourceVersion()
+			u, _ := o.(*unstructured.Unstructured)
+			if u != nil && syncsOnce(u) {
+				return fmt.Errorf("force-sync %s: %w", producer, ErrSyncsOnce)
+			}
+			if u != nil {
+				before = u.GetResourceVersion()
+			}
 		}
 	}
 	now := f.opts.Now

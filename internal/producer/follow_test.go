@@ -103,7 +103,9 @@ func TestCheckFromCache(t *testing.T) {
 	es := obj(externalSecretV1, 2, map[string]any{"spec": map[string]any{"target": map[string]any{"name": "creds"}}})
 	es.SetAnnotations(map[string]string{"team": "a"})
 	es.Object["status"] = map[string]any{"conditions": []any{cond("Ready", "True", "SecretSynced", "")}, "syncedResourceVersion": Version(2, nil, map[string]string{"team": "a"})}
-	objs = append(objs, es)
+	once := obj(externalSecretV1, 1, map[string]any{"spec": map[string]any{"refreshPolicy": "CreatedOnce"}})
+	once.SetName("once")
+	objs = append(objs, es, once)
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		certificateV1.gvk.GroupVersion().WithResource("certificates"):         "CertificateList",
 		externalSecretV1.gvk.GroupVersion().WithResource("externalsecrets"):   "ExternalSecretList",
@@ -159,6 +161,9 @@ func TestCheckFromCache(t *testing.T) {
 	}
 	if want := `{"metadata":{"annotations":{"force-sync":"1700000000"}}}`; patch != want {
 		t.Errorf("ForceSync patched %s, want %s", patch, want)
+	}
+	if err := f.ForceSync(ctx, object.Ref{Kind: "ExternalSecret", Namespace: "shop", Name: "once"}); !errors.Is(err, ErrSyncsOnce) {
+		t.Errorf("ForceSync of an ExternalSecret synced once = %v, want ErrSyncsOnce", err)
 	}
 	if err := f.ForceSync(ctx, object.Ref{Kind: "Certificate", Namespace: "shop", Name: "crt-0"}); err == nil {
 		t.Error("ForceSync of a Certificate succeeded")

@@ -9,22 +9,26 @@
 // rule from its metadata and status only (Trim keeps nothing else: never
 // an ExternalSecret's data spec nor a SealedSecret's ciphertext):
 //
-//	kind                         produces           Current when                          Failed when
-//	ExternalSecret               spec.target.name   Ready=True and                        Ready=False (ESO writes reason
-//	(external-secrets.io/v1)     (default: its      status.syncedResourceVersion ==       SecretSyncedError)
-//	                             name; none when    the version ESO computes now
-//	                             creationPolicy     (Version: generation and a hash
-//	                             is None)           of labels and annotations)
-//	Certificate                  spec.secretName    Ready=True at the generation          Issuing=False with a reason other
-//	(cert-manager.io/v1)                            (the condition's observedGeneration)  than Issued (the failed
-//	                                                and no Issuing=True                   CertificateRequest's: Failed,
-//	                                                                                      Denied, InvalidRequest...)
-//	SealedSecret                 the Secret of      Synced=True and                       Synced=False at the generation
-//	(bitnami.com/v1alpha1)       its name           status.observedGeneration ==
-//	                                                generation
-//	controller owner of the      the source         Ready=True and observedGeneration     Ready=False or Stalled=True at
-//	source with a Ready          (its controller    == generation                         the generation
-//	condition and an             ownerReference)
+//	kind                      produces          Current when                        Failed when
+//	ExternalSecret            spec.target.name  Ready=True and                      Ready=False (ESO writes
+//	(external-secrets.io/v1)  (default: its     status.syncedResourceVersion ==     reason SecretSyncedError)
+//	                          name; none when   the version ESO computes now
+//	                          creationPolicy    (Version: generation, hash of
+//	                          is None)          labels and annotations); or
+//	                                            Ready=True, synced once, when ESO
+//	                                            never syncs it again
+//	                                            (refreshPolicy CreatedOnce, or
+//	                                            refreshInterval 0)
+//	Certificate               spec.secretName   Ready=True at the generation (the   Issuing=False at the generation
+//	(cert-manager.io/v1)                        condition's observedGeneration)     with a reason other than Issued
+//	                                            and no Issuing=True                 (the failed request's: Failed,
+//	                                                                                Denied, InvalidRequest...)
+//	SealedSecret              the Secret of     Synced=True and                     Synced=False at the generation
+//	(bitnami.com/v1alpha1)    its name          status.observedGeneration ==
+//	                                            generation
+//	controller owner of the   the source        Ready=True and observedGeneration   Ready=False or Stalled=True at
+//	source with a Ready       (its controller   == generation (status's, else the   the generation (Reconciling=True
+//	condition and an          ownerReference)   Ready condition's)                  is Progressing)
 //	observedGeneration
 //
 // Anything else is Progressing: no status yet, a status for an older

@@ -3,6 +3,7 @@ package producer
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,6 +75,23 @@ func esTarget(u *unstructured.Unstructured) string {
 	return u.GetName()
 }
 
+// esSyncsOnce tells whether External Secrets syncs the ExternalSecret u
+// only once (shouldRefresh of v0.16.2): refreshPolicy CreatedOnce, or
+// Periodic (the default) with a refreshInterval of 0. It then never syncs
+// again, whatever its version, and a force-sync does nothing.
+func esSyncsOnce(u *unstructured.Unstructured) bool {
+	policy, _, _ := unstructured.NestedString(u.Object, "spec", "refreshPolicy")
+	interval, found, _ := unstructured.NestedString(u.Object, "spec", "refreshInterval")
+	switch policy {
+	case "CreatedOnce":
+		return true
+	case "OnChange":
+		return false
+	}
+	d, err := time.ParseDuration(interval)
+	return found && err == nil && d <= 0
+}
+
 // externalSecret judges an ExternalSecret (see the package comment).
 func externalSecret(u *unstructured.Unstructured) (State, string, string) {
 	conds, ok := conditions(u)
@@ -94,6 +112,9 @@ func externalSecret(u *unstructured.Unstructured) (State, string, string) {
 		return Progressing, ReasonMalformed, "status.syncedResourceVersion is not a string"
 	}
 	want := cachedVersion(u)
+	if synced != want && synced != "" && syncsOnce(u) {
+		return Current, ReasonCurrent, "Ready=True, synced once: with refreshPolicy CreatedOnce or refreshInterval 0, External Secrets does not sync it again"
+	}
 	if synced != want {
 		return Progressing, ReasonNotSynced, fmt.Sprintf("synced version %s, current version %s", quote(synced), quote(want))
 	}

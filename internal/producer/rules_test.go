@@ -78,7 +78,24 @@ func TestExternalSecret(t *testing.T) {
 	}
 	now := Version(3, map[string]string{"app": "web"}, map[string]string{"team": "a"})
 	forced := map[string]string{"team": "a", ForceSyncAnnotation: "1700000000"}
+	refresh := func(u *unstructured.Unstructured, policy, interval string) *unstructured.Unstructured {
+		if policy != "" {
+			u.Object["spec"].(map[string]any)["refreshPolicy"] = policy
+		}
+		if interval != "" {
+			u.Object["spec"].(map[string]any)["refreshInterval"] = interval
+		}
+		return u
+	}
+	ready := func() map[string]any { return status(cond("Ready", "True", "SecretSynced", "ok")) }
 	run(t, k, []row{
+		{"synced once, CreatedOnce", refresh(es(now, ready(), forced), "CreatedOnce", "1h"), Current, ReasonCurrent, "synced once"},
+		{"synced once, interval 0", refresh(es(now, ready(), forced), "", "0s"), Current, ReasonCurrent, "synced once"},
+		{"synced once, Periodic interval 0", refresh(es(now, ready(), forced), "Periodic", "0"), Current, ReasonCurrent, "synced once"},
+		{"periodic", refresh(es(now, ready(), forced), "Periodic", "1h"), Progressing, ReasonNotSynced, now},
+		{"on change, interval 0", refresh(es(now, ready(), forced), "OnChange", "0s"), Progressing, ReasonNotSynced, now},
+		{"CreatedOnce, never synced", refresh(es("", ready(), forced), "CreatedOnce", ""), Progressing, ReasonNotSynced, `""`},
+		{"interval not a duration", refresh(es(now, ready(), forced), "", "soon"), Progressing, ReasonNotSynced, now},
 		{"synced now", es(now, status(cond("Ready", "True", "SecretSynced", "ok")), map[string]string{"team": "a"}), Current, ReasonCurrent, now},
 		{"annotation moved the version", es(now, status(cond("Ready", "True", "SecretSynced", "ok")), forced), Progressing, ReasonNotSynced, now},
 		{"older generation synced", es(Version(2, map[string]string{"app": "web"}, map[string]string{"team": "a"}), status(cond("Ready", "True", "SecretSynced", "ok")), map[string]string{"team": "a"}), Progressing, ReasonNotSynced, "2-"},

@@ -16,6 +16,10 @@ import (
 // annotation key: no object from the API server carries it.
 const versionAnnotation = "watcher.dev/cached/eso/version"
 
+// onceField is true, at the top of a trimmed ExternalSecret, when External
+// Secrets syncs it only once (esSyncsOnce).
+const onceField = "watcherSyncsOnce"
+
 // targetField holds, at the top of a trimmed object, the name of the
 // Secret it produces ("": none).
 const targetField = "watcherTarget"
@@ -42,7 +46,8 @@ func Version(generation int64, labels, annotations map[string]string) string {
 // Trim returns what is kept of a producer of kind k: its name, namespace,
 // UID, resource version, generation and deletion time; the name of the
 // Secret it produces (targetField); for an ExternalSecret the version ESO
-// computes (versionAnnotation); and of its status only the conditions
+// computes (versionAnnotation) and whether it syncs only once (onceField);
+// and of its status only the conditions
 // (type, status, reason, observedGeneration, message cut),
 // observedGeneration and syncedResourceVersion. Its spec, labels,
 // annotations and the rest of its status are dropped: never a SealedSecret's
@@ -59,6 +64,9 @@ func Trim(k *kind, u *unstructured.Unstructured) *unstructured.Unstructured {
 	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
 	if k.gvk.Group == externalSecretV1.gvk.Group {
 		out.SetAnnotations(map[string]string{versionAnnotation: Version(u.GetGeneration(), u.GetLabels(), u.GetAnnotations())})
+		if esSyncsOnce(u) {
+			out.Object[onceField] = true
+		}
 	}
 	out.Object[targetField] = k.target(u)
 	status, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status")
@@ -138,6 +146,12 @@ func transform(k *kind) toolscache.TransformFunc {
 func target(u *unstructured.Unstructured) string {
 	s, _ := u.Object[targetField].(string)
 	return s
+}
+
+// syncsOnce tells whether a trimmed ExternalSecret is synced only once.
+func syncsOnce(u *unstructured.Unstructured) bool {
+	once, _ := u.Object[onceField].(bool)
+	return once
 }
 
 // cachedVersion returns the version Trim computed for an ExternalSecret.
