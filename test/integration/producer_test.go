@@ -33,7 +33,8 @@ var (
 )
 
 // installCRD installs crd, once a previous test's is gone, and waits until
-// its API serves gvk in ns; the CRD goes when the test ends.
+// its API serves gvk in ns; the CRD goes when the test ends, and the test
+// waits until it is gone.
 func installCRD(t *testing.T, crd *unstructured.Unstructured, gvk schema.GroupVersionKind, ns string) {
 	t.Helper()
 	g := NewWithT(t)
@@ -41,7 +42,14 @@ func installCRD(t *testing.T, crd *unstructured.Unstructured, gvk schema.GroupVe
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()))
 	}, wait, 100*time.Millisecond).Should(BeTrue(), "a previous test's CRD %s is still there", crd.GetName())
 	create(t, crd)
-	t.Cleanup(func() { _ = k8s.Delete(ctx, crd) })
+	t.Cleanup(func() {
+		// Gone before the next test, which may install it again or
+		// require that it is absent (TestSealedSecrets).
+		_ = k8s.Delete(ctx, crd)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()))
+		}, wait, 100*time.Millisecond).Should(BeTrue(), "the CRD %s is not gone", crd.GetName())
+	})
 	g.Eventually(func() error {
 		return k8s.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind + "List"}}, client.InNamespace(ns))
 	}, wait, 100*time.Millisecond).Should(Succeed())
