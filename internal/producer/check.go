@@ -36,9 +36,7 @@ func (f *Follower) Check(ctx context.Context, sources []object.Ref) []Verdict {
 	for _, src := range sources {
 		vs := f.known(src)
 		if len(vs) == 0 && reads < maxOwnerReads {
-			var v Verdict
-			var ok, read bool
-			v, ok, read = f.opts.Owners.verdict(ctx, src)
+			v, ok, read := f.opts.Owners.verdict(ctx, src)
 			if read {
 				reads++
 			}
