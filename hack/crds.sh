@@ -14,14 +14,27 @@
 #   secretproviderclasspodstatus-crd.yaml  the Secrets Store CSI Driver's
 #   SecretProviderClassPodStatus (secrets-store.csi.x-k8s.io/v1), from the
 #   driver's module (its Helm chart's copy).
+#
+# `hack/crds.sh external-secrets` prints instead the folder of
+#   externalsecret-crd.yaml  External Secrets' ExternalSecret
+#   (external-secrets.io/v1 and v1beta1), from the module's
+#   config/crds/bases (plain YAML, no Helm template).
+#
+# `hack/crds.sh cert-manager` prints instead the folder of
+#   certificate-crd.yaml  cert-manager's Certificate (cert-manager.io/v1),
+#   from the module's deploy/crds (plain YAML, no Helm template).
+#
+# These two modules are large: each is downloaded only when asked for.
 set -euo pipefail
 
 ARGO_ROLLOUTS_VERSION=v1.8.3
 SEALED_SECRETS_VERSION=v0.40.0
 CSI_DRIVER_VERSION=v1.6.0
+EXTERNAL_SECRETS_VERSION=v0.16.2
+CERT_MANAGER_VERSION=v1.19.1
 
 cache=${WATCHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watcher}
-# One lock for the three folders: each is a download of seconds.
+# One lock for every folder: each is a download of seconds.
 # shellcheck source=hack/cachelock.sh
 . "$(dirname "$0")/cachelock.sh"
 cache_lock "$cache/crds"
@@ -59,7 +72,33 @@ if [ ! -f "$csidir/secretproviderclasspodstatus-crd.yaml" ]; then
 	chmod 644 "$csidir/secretproviderclasspodstatus-crd.yaml.tmp"
 	mv "$csidir/secretproviderclasspodstatus-crd.yaml.tmp" "$csidir/secretproviderclasspodstatus-crd.yaml"
 fi
+# copy_crd <module@version> <path in module> <folder> <file>: copies one CRD
+# from a module into the cache, once.
+copy_crd() {
+	[ -f "$3/$4" ] && return 0
+	printf 'crds: downloading %s (first time only)\n' "$1" >&2
+	local mod
+	mod=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$1" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$mod" ] || { echo "crds: no module folder for $1" >&2; exit 1; }
+	mkdir -p "$3"
+	cp "$mod/$2" "$3/$4.tmp"
+	chmod 644 "$3/$4.tmp"
+	mv "$3/$4.tmp" "$3/$4"
+}
 case "${1:-}" in
+external-secrets)
+	esdir=$cache/crds/external-secrets-$EXTERNAL_SECRETS_VERSION
+	copy_crd "github.com/external-secrets/external-secrets@$EXTERNAL_SECRETS_VERSION" \
+		config/crds/bases/external-secrets.io_externalsecrets.yaml "$esdir" externalsecret-crd.yaml
+	echo "$esdir"
+	;;
+cert-manager)
+	cmdir=$cache/crds/cert-manager-$CERT_MANAGER_VERSION
+	copy_crd "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" \
+		deploy/crds/cert-manager.io_certificates.yaml "$cmdir" certificate-crd.yaml
+	echo "$cmdir"
+	;;
 sealed-secrets) echo "$ssdir" ;;
 csi) echo "$csidir" ;;
 *) echo "$dir" ;;

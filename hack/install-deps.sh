@@ -15,6 +15,8 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 hack/controlplane-bins.sh >/dev/null
 hack/crds.sh >/dev/null
+hack/crds.sh external-secrets >/dev/null
+hack/crds.sh cert-manager >/dev/null
 hack/argo-rollouts.sh >/dev/null
 # The install tests (test/install): the helm CLI and the Prometheus
 # Operator's CRDs.
