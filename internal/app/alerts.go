@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -11,10 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/watcher-dev/watcher/internal/alert"
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/sealed"
 )
 
@@ -65,6 +69,17 @@ func sealedOptions(cfg *rest.Config, o *options.Options, h *hash.Hasher) (*seale
 	return &sealed.Options{Dynamic: dyn, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces, Hasher: h}, nil
 }
 
+// producers returns the follower of the producers of Secrets (package
+// producer), telling the controller that *r will be of their progress.
+func producers(dyn dynamic.Interface, o *options.Options, r **controller.Reconciler, log logr.Logger) *producer.Follower {
+	return producer.New(producer.Options{Dynamic: dyn, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces, Log: log,
+		Enqueue: func(ctx context.Context, src object.Ref) {
+			if rc := *r; rc != nil {
+				rc.Produced(ctx, src)
+			}
+		}})
+}
+
 // guardAlerts passes the restart guards' holds, flapping sources and failed
 // rollouts on to the alert sender (which sends those switched on).
 type guardAlerts struct{ n alert.Notifier }
@@ -89,11 +104,13 @@ func guardConfig(o *options.Options) hold.Config {
 	return hold.Config{
 		Budget: o.RestartBudget.Count, BudgetWindow: o.RestartBudget.Per,
 		FlapThreshold: o.FlapThreshold.Count, FlapWindow: o.FlapThreshold.Per, FlapQuiet: o.FlapQuiet,
-		MaxConcurrent:  o.MaxConcurrentRollouts,
-		RolloutTimeout: o.RolloutTimeout,
-		HoldOnFailure:  o.OnFailedRollout == options.OnFailedHold,
-		Shared:         o.Lock != options.LockLease,
-		Settle:         cmp.Or(o.Settle, o.Coalesce),
-		SettleMax:      o.SettleMax,
+		MaxConcurrent:       o.MaxConcurrentRollouts,
+		RolloutTimeout:      o.RolloutTimeout,
+		HoldOnFailure:       o.OnFailedRollout == options.OnFailedHold,
+		Shared:              o.Lock != options.LockLease,
+		Settle:              cmp.Or(o.Settle, o.Coalesce),
+		SettleMax:           o.SettleMax,
+		ProducerTimeout:     o.ProducerTimeout,
+		ProducerTimeoutHold: o.OnProducerTimeout == options.OnFailedHold,
 	}
 }

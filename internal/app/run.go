@@ -141,7 +141,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	if csiOpts != nil {
 		csiOpts.Log = log.WithName("csi")
 	}
-	r := controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
+	var r *controller.Reconciler // set below, before the manager starts
+	follower := producers(sealedSecrets.Dynamic, o, &r, log.WithName("producers"))
+	guards.Producers = follower
+	r = controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
 		Settings:           decide,
 		Coalesce:           o.Coalesce,
 		CoalesceMax:        o.CoalesceMax,
@@ -178,6 +181,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		so.Claim = claimer(func() bool { return isClosed(mgr.Elected()) }, locker, so.Log)
 		apis = append(apis, sealed.NewWatcher(*so))
 	}
+	apis = append(apis, follower.APIs()...)
 	kinds = served.NewKinds(apis, crds, log.WithName("kinds"))
 	for _, rn := range helpers(r.Helpers(), lease, log) {
 		if err := mgr.Add(rn); err != nil {

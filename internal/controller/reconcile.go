@@ -67,6 +67,9 @@ type Reconciler struct {
 	// looks evictLoop schedules.
 	evictions *evict.Progress
 	evictLoop evictionLoop
+	// producerWakes adds the workloads whose sources' producers made
+	// progress (producers.go).
+	producerWakes producerWakes
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection.Namespaces

@@ -275,6 +275,7 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
 	}
 	b = b.WatchesRawSource(&r.evictLoop)
+	b = b.WatchesRawSource(&r.producerWakes)
 	b = b.WatchesRawSource(source.TypedChannel(r.guards.Wakes(), handler.TypedEnqueueRequestsFromMapFunc(
 		func(_ context.Context, k object.Ref) []Request { return []Request{Workload{k}} })))
 	if r.recreations != nil {

@@ -25,6 +25,11 @@
 //	                                ago (--settle, watcher.dev/settle)     from the first change (Until)
 //	                pause-period    Reloader's pause period, counted from  the period ending (Until)
 //	                                the first change
+//	Producing       change-set      a producer of a source (an             the producer landing (the
+//	                                ExternalSecret, a Certificate...) is   controller is told), or the
+//	                                still writing                          timeout (then its policy)
+//	                producer        a producer reports an error, or the    the producer recovering, or a
+//	                                timeout passed with OnTimeout hold     person (Request.Released)
 //	Flaps           flapping        a changed source is flapping           quiet for --flap-quiet (Until),
 //	                                                                       or a person (Request.Released)
 //	Budget          budget          the workload restarted Max times       the oldest restart leaving
@@ -37,7 +42,7 @@
 // A gate is anything with Check(Request) Verdict. Adding one is one type
 // and one entry in the chain package hold builds (hold.New: the gates of
 // hold.Config.Gates, such as a ReloadPolicy's maintenance window, then
-// Settles, Flaps, Budget, Rollouts.FailedGate and Rollouts); put it
+// Settles, Producing, Flaps, Budget, Rollouts.FailedGate and Rollouts); put it
 // before the wave gate, which reserves a slot when it admits. A gate that
 // keeps state about restarts implements Committer (told once the restart
 // is written) and, if it reserves or queues something in Check, Canceller
@@ -65,10 +70,11 @@ const (
 	ReasonWindow        Reason = "window"
 	ReasonPausePeriod   Reason = "pause-period"
 	ReasonChangeSet     Reason = "change-set"
+	ReasonProducer      Reason = "producer"
 )
 
 // Reasons lists every Reason, for metrics.
-var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow, ReasonPausePeriod, ReasonChangeSet}
+var Reasons = []Reason{ReasonBudget, ReasonFlapping, ReasonWave, ReasonFailedRollout, ReasonWindow, ReasonPausePeriod, ReasonChangeSet, ReasonProducer}
 
 // Source is a ConfigMap or Secret whose change causes a restart.
 type Source struct {
@@ -91,6 +97,9 @@ type Request struct {
 	// Settle is the change set the restart waits for (Settles); zero:
 	// none.
 	Settle Settle
+	// Producers are the producers of the workload's sources that have not
+	// landed what they are writing (Producing); none: all have.
+	Producers []Producer
 	// Released is true when a person released the holds of this restart
 	// (ReleaseAnnotation): the budget, flapping and failed-rollout gates
 	// admit it.

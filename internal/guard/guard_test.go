@@ -249,3 +249,43 @@ func TestPendingSigned(t *testing.T) {
 		}
 	}
 }
+
+// TestProducing: a restart waits for producers still writing until the
+// timeout, then rolls (or, with OnTimeoutHold, holds); a failed producer
+// holds it whatever the time, until released.
+func TestProducing(t *testing.T) {
+	writing := guard.Producer{Object: obj("ExternalSecret shop/pass"), Source: obj("Secret shop/pass"), Message: "not synced"}
+	failed := writing
+	failed.Failed, failed.Message = true, `Ready=False "SecretSyncedError"`
+	for _, tt := range []struct {
+		name      string
+		gate      guard.Producing
+		producers []guard.Producer
+		now       time.Duration
+		released  bool
+		reason    guard.Reason // "": admitted
+		until     time.Duration
+		timedOut  bool
+	}{
+		{"none", guard.Producing{Timeout: time.Minute}, nil, 0, false, "", 0, false},
+		{"writing", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, 10 * time.Second, false, guard.ReasonChangeSet, time.Minute, false},
+		{"writing, no bound", guard.Producing{}, []guard.Producer{writing}, time.Hour, false, guard.ReasonChangeSet, 0, false},
+		{"timed out: rolls", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, time.Minute, false, "", 0, true},
+		{"timed out: holds", guard.Producing{Timeout: time.Minute, OnTimeoutHold: true}, []guard.Producer{writing}, time.Minute, false, guard.ReasonProducer, 0, false},
+		{"failed", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing, failed}, time.Hour, false, guard.ReasonProducer, 0, false},
+		{"failed, released", guard.Producing{Timeout: time.Minute}, []guard.Producer{failed}, 0, true, "", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := req("shop/app", at(tt.now))
+			r.Settle.Opened = at(0)
+			r.Producers, r.Released = tt.producers, tt.released
+			v := tt.gate.Check(r)
+			if v.Hold != (tt.reason != "") || v.Reason != tt.reason || (v.Hold && tt.until != 0 && !v.Until.Equal(at(tt.until))) || (v.Hold && tt.until == 0 && !v.Until.IsZero()) {
+				t.Errorf("Check = %+v, want reason %q until %s", v, tt.reason, tt.until)
+			}
+			if got := tt.gate.TimedOut(r); got != tt.timedOut {
+				t.Errorf("TimedOut = %v, want %v", got, tt.timedOut)
+			}
+		})
+	}
+}

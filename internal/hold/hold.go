@@ -30,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
 )
@@ -56,6 +57,13 @@ type Config struct {
 	// watcher.dev/settle-max, or Reloader's pause period, set its own.
 	// 0: none.
 	Settle, SettleMax time.Duration
+	// Producers judges the producers of a workload's sources (package
+	// producer): its restart waits until each has landed what it is
+	// writing (guard.Producing), at most ProducerTimeout (0: no bound),
+	// then rolls, or holds if ProducerTimeoutHold. Nil: none is waited for.
+	Producers           *producer.Follower
+	ProducerTimeout     time.Duration
+	ProducerTimeoutHold bool
 	// Gates are asked before watcher's own (a maintenance window, say).
 	Gates []guard.Gate
 	// Notifier is told of holds, releases, flapping and failed rollouts;
@@ -105,10 +113,11 @@ type Guards struct {
 	notifier guard.Notifier
 	now      func() time.Time
 
-	budget   *guard.Budget
-	flaps    *guard.Flaps
-	rollouts *guard.Rollouts
-	chain    guard.Chain
+	budget    *guard.Budget
+	producing guard.Producing
+	flaps     *guard.Flaps
+	rollouts  *guard.Rollouts
+	chain     guard.Chain
 
 	// wake carries the workloads to decide again into the work queue.
 	wake chan event.TypedGenericEvent[object.Ref]
@@ -148,11 +157,12 @@ type hold struct {
 // sending Events through rec.
 func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	g := &Guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
-		budget:   guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
-		flaps:    guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
-		rollouts: guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
-		wake:     make(chan event.TypedGenericEvent[object.Ref], 1024),
-		held:     map[object.Ref]hold{}, waiting: map[object.Ref]bool{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
+		budget:    guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
+		producing: guard.Producing{Timeout: cfg.ProducerTimeout, OnTimeoutHold: cfg.ProducerTimeoutHold},
+		flaps:     guard.NewFlaps(cfg.FlapThreshold, cfg.FlapWindow, cfg.FlapQuiet),
+		rollouts:  guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
+		wake:      make(chan event.TypedGenericEvent[object.Ref], 1024),
+		held:      map[object.Ref]hold{}, waiting: map[object.Ref]bool{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
 	}
 	if g.notifier == nil {
 		g.notifier = guard.NopNotifier{}
@@ -164,7 +174,7 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	// (maintenance windows), change sets (and pause periods), then flapping, budget, failed rollouts, and
 	// the wave last, as it reserves a slot when it admits.
 	g.rollouts.Waited = func(d time.Duration) { metrics.WaveWait.Observe(d.Seconds()) }
-	g.chain = append(slices.Clone(cfg.Gates), guard.Settles{}, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
+	g.chain = append(slices.Clone(cfg.Gates), guard.Settles{}, g.producing, g.flaps, g.budget, g.rollouts.FailedGate(), g.rollouts)
 	for _, r := range guard.Reasons {
 		metrics.RestartsHeld.WithLabelValues(string(r))
 		metrics.HeldRestarts.WithLabelValues(string(r))
@@ -185,7 +195,7 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 		g.waitRestore(ctx, key)
 		return guard.Request{}, false
 	}
-	req = g.request(key, obj, p, report)
+	req = g.request(ctx, key, obj, p, report)
 	values := g.releaseValues(key, obj, req.Sources)
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
@@ -194,6 +204,9 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 	req.Released = wasHeld && (h.released || releasedSince(h.release, values))
 	v := g.chain.Check(req)
 	if !v.Hold {
+		if g.producing.TimedOut(req) {
+			g.producerTimedOut(obj, req)
+		}
 		return req, true
 	}
 	g.held1(ctx, key, obj, req, v, values)
@@ -240,7 +253,7 @@ func (g *Guards) Settled(ctx context.Context, key object.Ref) {
 }
 
 // request gathers what the gates need about a restart.
-func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report func(error)) guard.Request {
+func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) guard.Request {
 	req := guard.Request{Workload: key, Now: g.now()}
 	if st, ok := g.state(obj); ok {
 		req.History = st.Times
@@ -263,6 +276,7 @@ func (g *Guards) request(key object.Ref, obj client.Object, p plan.Plan, report 
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}
 	req.Settle = g.settle(obj, req.Sources, req.Now, report)
+	req.Producers = g.producers(ctx, key, p)
 	return req
 }
 

@@ -1,7 +1,10 @@
 package hold
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +15,9 @@ import (
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/producer"
+	"github.com/watcher-dev/watcher/internal/refs"
 )
 
 // The change set a restart waits for (guard.Settles), as the request is
@@ -76,9 +82,49 @@ func (g *Guards) settle(obj client.Object, sources []guard.Source, now time.Time
 			s.Last = last
 		}
 	default:
-		s.Opened, s.Last = first, last
+		s.Opened, s.Last = cmp.Or(first, now), last
 	}
 	return s
+}
+
+// producers returns the producers of the sources of the workload key (p's
+// record and changes) that have not landed what they are writing.
+func (g *Guards) producers(ctx context.Context, key object.Ref, p plan.Plan) []guard.Producer {
+	if g.cfg.Producers == nil {
+		return nil
+	}
+	var sources []object.Ref
+	for id := range p.Record {
+		if kind, name, ok := strings.Cut(id, "/"); ok && (kind == string(refs.ConfigMap) || kind == string(refs.Secret)) {
+			sources = append(sources, object.Ref{Kind: kind, Namespace: key.Namespace, Name: name})
+		}
+	}
+	for _, c := range p.Changes {
+		if c.Ref.Kind == refs.ConfigMap || c.Ref.Kind == refs.Secret {
+			sources = append(sources, object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name})
+		}
+	}
+	slices.SortFunc(sources, object.Compare)
+	sources = slices.Compact(sources)
+	var out []guard.Producer
+	for _, v := range g.cfg.Producers.Check(ctx, sources) {
+		if v.State != producer.Current {
+			out = append(out, guard.Producer{Object: v.Producer, Source: v.Source, Failed: v.State == producer.Failed, Message: v.Message})
+		}
+	}
+	return out
+}
+
+// Event reason of a restart rolled with producers still writing.
+const ReasonProducerTimeout = "ProducerTimeout"
+
+// producerTimedOut says that the restart of obj rolls although producers
+// of its sources have not landed what they are writing.
+func (g *Guards) producerTimedOut(obj client.Object, req guard.Request) {
+	pr := req.Producers[0]
+	g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonProducerTimeout, "Restart", "%s",
+		note.Truncate(fmt.Sprintf("Restarting although %s %s has not landed %s %s after %s (%s)",
+			pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, g.cfg.ProducerTimeout, pr.Message)))
 }
 
 // pending reads the change set kept on obj, if it is watcher's own.
@@ -102,7 +148,7 @@ func (g *Guards) Pending(key object.Ref, obj client.Object, req guard.Request) s
 	g.mu.Lock()
 	h, held := g.held[key]
 	g.mu.Unlock()
-	if !held || (h.reason != guard.ReasonChangeSet && h.reason != guard.ReasonPausePeriod) {
+	if !held || (h.reason != guard.ReasonChangeSet && h.reason != guard.ReasonPausePeriod && h.reason != guard.ReasonProducer) {
 		return ""
 	}
 	want := guard.Pending{Opened: req.Settle.Opened, Last: req.Settle.Last, Sources: req.Sources}

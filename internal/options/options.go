@@ -70,6 +70,13 @@ type Options struct {
 	// OnFailedRollout is OnFailedHold or OnFailedContinue: whether the
 	// other restarts caused by the change of a failed rollout wait.
 	OnFailedRollout string
+	// ProducerTimeout bounds the wait of a restart for the producers of
+	// its sources (an ExternalSecret syncing, a Certificate being issued);
+	// 0: no bound. OnProducerTimeout is OnFailedHold or OnFailedContinue:
+	// whether a restart whose producers have not landed by then waits on,
+	// or rolls with what has landed.
+	ProducerTimeout   time.Duration
+	OnProducerTimeout string
 
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
@@ -173,6 +180,8 @@ func Defaults() *Options {
 		MaxConcurrentRollouts: 10,
 		RolloutTimeout:        10 * time.Minute,
 		OnFailedRollout:       OnFailedHold,
+		ProducerTimeout:       10 * time.Minute,
+		OnProducerTimeout:     OnFailedContinue,
 		PrintInterval:         100 * time.Second,
 		MetricsAddr:           ":8080",
 		HealthAddr:            ":8081",
@@ -229,6 +238,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(envflag.IntRange(&o.MaxConcurrentRollouts, 0, 100000, "a number of rollouts"), "max-concurrent-rollouts", "MAX_CONCURRENT_ROLLOUTS", "most rollouts started by watcher in progress at once; more restarts wait, in order of watcher.dev/restart-priority; 0: no limit")
 	bind(envflag.Duration(&o.RolloutTimeout), "rollout-timeout", "ROLLOUT_TIMEOUT", "a rollout not done after this long has failed")
 	bind(envflag.OneOf(&o.OnFailedRollout, OnFailedHold, OnFailedContinue), "on-failed-rollout", "ON_FAILED_ROLLOUT", "after a failed rollout, hold the other restarts of the same change until it recovers or is released (hold), or go on (continue)")
+	bind(envflag.Duration(&o.ProducerTimeout), "producer-timeout", "PRODUCER_TIMEOUT", "how long a restart waits for the producers of its ConfigMaps and Secrets (an ExternalSecret syncing, a Certificate being issued, a SealedSecret unsealing) to land what they are writing; 0: no bound; a producer reporting an error holds it until it recovers or is released")
+	bind(envflag.OneOf(&o.OnProducerTimeout, OnFailedHold, OnFailedContinue), "on-producer-timeout", "ON_PRODUCER_TIMEOUT", "when producers have not landed by --producer-timeout: restart with what has landed, with a Warning (continue), or hold until they do or a person releases it (hold)")
 
 	bind(envflag.Seconds(&o.PrintInterval, 0), "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind(envflag.String(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)

@@ -57,6 +57,9 @@ func (o *Options) validateStorms() []error {
 	if !o.FlapThreshold.Off() && o.FlapQuiet <= 0 {
 		p.add("flap-quiet", "FLAP_QUIET", "want a duration greater than 0, such as 2m, while --flap-threshold is on")
 	}
+	if o.ProducerTimeout < 0 {
+		p.add("producer-timeout", "PRODUCER_TIMEOUT", "want a duration of 0 or more, such as 10m")
+	}
 	if o.RolloutTimeout <= 0 {
 		p.add("rollout-timeout", "ROLLOUT_TIMEOUT", "want a duration greater than 0, such as 10m")
 	}

@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
@@ -74,4 +76,48 @@ func TestChangeSetResumed(t *testing.T) {
 	stayRollouts(t, app, 1)
 	g.Expect(events(t, ns, "app", hold.ReasonChangeSetComplete)).To(ContainElement(
 		And(ContainSubstring("ConfigMap user"), ContainSubstring("Secret pass"))))
+}
+
+// TestChangeSetProducer: a workload reading two Secrets written by
+// External Secrets (its own CRD; the test writes the status External
+// Secrets would) does not restart for the change of one while the other
+// ExternalSecret reports an error: a Warning RestartHeld names it; once it
+// recovers (its status alone changes), the workload rolls out once.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestChangeSetProducer(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
+	es := func(name, target string) *unstructured.Unstructured {
+		return producerObject(externalSecretGVK, ns, name, map[string]any{
+			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+			"target":         map[string]any{"name": target},
+			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": target}}},
+		})
+	}
+	user, pass := es("user", "user"), es("pass", "pass")
+	userSecret, passSecret := secret(ns, "user", map[string]string{"v": "a"}), secret(ns, "pass", map[string]string{"v": "a"})
+	create(t, user, pass, userSecret, passSecret)
+	synced := func(u *unstructured.Unstructured) {
+		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "SecretSynced")), "syncedResourceVersion": esVersion(t, u)})
+	}
+	synced(user)
+	synced(pass)
+	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	app := track(t, deployment(ns, "app", spec))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", spec))
+
+	setStatus(t, pass, map[string]any{"conditions": conditions(condition("Ready", "False", "SecretSyncedError")), "syncedResourceVersion": esVersion(t, pass)})
+	setSecret(t, userSecret, "v", "b") // External Secrets synced the user
+	g := NewWithT(t)
+	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonRestartHeld) }, wait).Should(ContainElement(
+		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError"))))
+	stayRollouts(t, app, 0)
+	synced(pass)
+	waitRollouts(t, app, 1)
+	stayRollouts(t, app, 1)
 }

@@ -166,6 +166,14 @@ created. */}}
   resources: [sealedsecrets]
   verbs: [get, list, watch]
 {{- end }}
+{{- if .Values.rbac.producers }}
+- apiGroups: [external-secrets.io]
+  resources: [externalsecrets]
+  verbs: [get, list, watch]
+- apiGroups: [cert-manager.io]
+  resources: [certificates]
+  verbs: [get, list, watch]
+{{- end }}
 {{- if include "watcher.csi" . }}
 - apiGroups: [secrets-store.csi.x-k8s.io]
   resources: [secretproviderclasspodstatuses]
@@ -229,6 +237,8 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "MAX_CONCURRENT_ROLLOUTS" .Values.safety.maxConcurrentRollouts) }}
 {{- include "watcher.env" (list "ROLLOUT_TIMEOUT" .Values.safety.rolloutTimeout) }}
 {{- include "watcher.env" (list "ON_FAILED_ROLLOUT" .Values.safety.onFailedRollout) }}
+{{- include "watcher.env" (list "PRODUCER_TIMEOUT" .Values.safety.producerTimeout) }}
+{{- include "watcher.env" (list "ON_PRODUCER_TIMEOUT" .Values.safety.onProducerTimeout) }}
 {{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
 {{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
 {{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
