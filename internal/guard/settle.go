@@ -38,6 +38,9 @@ type Settle struct {
 	Opened, Last time.Time
 	// Pause is true when the settle is Reloader's pause period.
 	Pause bool
+	// Refreshed is true once the workload's other ExternalSecrets were
+	// asked to sync for this set (Pending.Refreshed).
+	Refreshed bool
 }
 
 // Due returns when the restart of s may be written: zero when at once.
@@ -78,6 +81,7 @@ func (Settles) Check(r Request) Verdict {
 //	opened  when the set opened (Unix seconds)
 //	last    when a source of it last changed
 //	for     its sources and their sums
+//	ref     the workload's other ExternalSecrets were asked to sync
 //	mac     HMAC of the above, the workload's UID and the hash key
 const PendingAnnotation = "watcher.dev/pending-change"
 
@@ -85,19 +89,23 @@ const PendingAnnotation = "watcher.dev/pending-change"
 type Pending struct {
 	Opened, Last time.Time
 	Sources      []Source
+	// Refreshed: the workload's other ExternalSecrets were asked to sync
+	// for this set, once.
+	Refreshed bool
 }
 
 type wirePending struct {
 	Opened int64    `json:"opened"`
 	Last   int64    `json:"last"`
 	For    []string `json:"for,omitempty"`
+	Ref    bool     `json:"ref,omitempty"`
 	MAC    string   `json:"mac"`
 }
 
 // Encode returns the annotation's value for p on the workload of uid,
 // signed with sign; its sources are cut to MaxStateSources.
 func (p Pending) Encode(uid string, sign Signer) string {
-	w := wirePending{Opened: p.Opened.Unix(), Last: p.Last.Unix()}
+	w := wirePending{Opened: p.Opened.Unix(), Last: p.Last.Unix(), Ref: p.Refreshed}
 	for i, src := range p.Sources {
 		if i == MaxStateSources {
 			break
@@ -122,7 +130,7 @@ func DecodePending(v, uid string, sign Signer) (Pending, error) {
 	if len(w.For) > MaxStateSources || !hmac.Equal([]byte(sign(w.payload(uid))), []byte(w.MAC)) {
 		return Pending{}, ErrPendingForged
 	}
-	p := Pending{Opened: time.Unix(w.Opened, 0).UTC(), Last: time.Unix(w.Last, 0).UTC()}
+	p := Pending{Opened: time.Unix(w.Opened, 0).UTC(), Last: time.Unix(w.Last, 0).UTC(), Refreshed: w.Ref}
 	for _, f := range w.For {
 		src, ok := decodeSource(f)
 		if !ok {
@@ -160,5 +168,5 @@ func (p Pending) Holds(sources []Source) bool {
 
 // Equal reports whether p and q keep the same thing once encoded.
 func (p Pending) Equal(q Pending) bool {
-	return p.Opened.Unix() == q.Opened.Unix() && p.Last.Unix() == q.Last.Unix() && p.Holds(q.Sources)
+	return p.Opened.Unix() == q.Opened.Unix() && p.Last.Unix() == q.Last.Unix() && p.Refreshed == q.Refreshed && p.Holds(q.Sources)
 }

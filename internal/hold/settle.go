@@ -73,6 +73,9 @@ func (g *Guards) settle(obj client.Object, sources []guard.Source, now time.Time
 	if ok && now.After(kept.Opened.Add(2*max(s.Quiet, s.Max))) {
 		ok = false
 	}
+	if ok {
+		s.Refreshed = kept.Refreshed
+	}
 	switch {
 	case ok && kept.Holds(sources):
 		s.Opened, s.Last = kept.Opened, later(kept.Last, last)
@@ -88,8 +91,12 @@ func (g *Guards) settle(obj client.Object, sources []guard.Source, now time.Time
 }
 
 // producers returns the producers of the sources of the workload key (p's
-// record and changes) that have not landed what they are writing.
-func (g *Guards) producers(ctx context.Context, key object.Ref, p plan.Plan) []guard.Producer {
+// record and changes) that have not landed what they are writing. When the
+// workload asks for it (optin.RefreshSiblings) and a changed source is
+// written by an ExternalSecret, its other ExternalSecrets are first asked
+// to sync now, once per change set (req.Settle.Refreshed, kept with the
+// set), so that a rotated pair lands as a pair.
+func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, req *guard.Request, report func(error)) []guard.Producer {
 	if g.cfg.Producers == nil {
 		return nil
 	}
@@ -106,8 +113,13 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, p plan.Plan) []g
 	}
 	slices.SortFunc(sources, object.Compare)
 	sources = slices.Compact(sources)
+	verdicts := g.cfg.Producers.Check(ctx, sources)
+	if !req.Settle.Refreshed && g.refreshSiblings(ctx, obj, req, verdicts, report) {
+		req.Settle.Refreshed = true
+		verdicts = g.cfg.Producers.Check(ctx, sources)
+	}
 	var out []guard.Producer
-	for _, v := range g.cfg.Producers.Check(ctx, sources) {
+	for _, v := range verdicts {
 		if v.State != producer.Current {
 			out = append(out, guard.Producer{Object: v.Producer, Source: v.Source, Failed: v.State == producer.Failed, Message: v.Message})
 		}
@@ -115,8 +127,63 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, p plan.Plan) []g
 	return out
 }
 
-// Event reason of a restart rolled with producers still writing.
-const ReasonProducerTimeout = "ProducerTimeout"
+// Event reasons of producers: a restart rolled with producers still
+// writing; the workload's other ExternalSecrets asked to sync.
+const (
+	ReasonProducerTimeout   = "ProducerTimeout"
+	ReasonSiblingsRefreshed    = "SiblingsRefreshed"
+	ReasonSiblingRefreshFailed = "SiblingRefreshFailed"
+)
+
+// refreshSiblings asks the ExternalSecrets writing the unchanged sources
+// of obj to sync now, if obj asks for it and one of its changed sources
+// (req.Sources) is written by an ExternalSecret; it reports whether it
+// asked (a failure is reported, and counts as asked: once per set).
+func (g *Guards) refreshSiblings(ctx context.Context, obj client.Object, req *guard.Request, verdicts []producer.Verdict, report func(error)) bool {
+	on, err := optin.RefreshSiblingsOf(obj.GetAnnotations())
+	if err != nil {
+		report(err)
+	}
+	if !on {
+		return false
+	}
+	changed := map[object.Ref]bool{}
+	for _, s := range req.Sources {
+		changed[s.Object] = true
+	}
+	trigger := false
+	var siblings []object.Ref
+	for _, v := range verdicts {
+		if v.Producer.Kind != producer.KindExternalSecret {
+			continue
+		}
+		if changed[v.Source] {
+			trigger = true
+		} else if v.State == producer.Current {
+			siblings = append(siblings, v.Producer)
+		}
+	}
+	if !trigger || len(siblings) == 0 {
+		return false
+	}
+	var names, failed []string
+	for _, sib := range siblings {
+		if err := g.cfg.Producers.ForceSync(ctx, sib); err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		names = append(names, sib.Name)
+	}
+	if len(names) > 0 {
+		g.recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonSiblingsRefreshed, "Restart", "%s",
+			note.Truncate("Asked ExternalSecret "+strings.Join(names, ", ")+" to sync now, so that the change lands as a whole"))
+	}
+	if len(failed) > 0 {
+		g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonSiblingRefreshFailed, "Restart", "%s",
+			note.Join("Cannot ask the other ExternalSecrets to sync (the chart's rbac.refreshSiblings grants it); restarting when they sync on their own: ", failed))
+	}
+	return true
+}
 
 // producerTimedOut says that the restart of obj rolls although producers
 // of its sources have not landed what they are writing.
@@ -151,7 +218,7 @@ func (g *Guards) Pending(key object.Ref, obj client.Object, req guard.Request) s
 	if !held || (h.reason != guard.ReasonChangeSet && h.reason != guard.ReasonPausePeriod && h.reason != guard.ReasonProducer) {
 		return ""
 	}
-	want := guard.Pending{Opened: req.Settle.Opened, Last: req.Settle.Last, Sources: req.Sources}
+	want := guard.Pending{Opened: req.Settle.Opened, Last: req.Settle.Last, Sources: req.Sources, Refreshed: req.Settle.Refreshed}
 	if kept, ok := g.pending(obj); ok && kept.Equal(want) {
 		return ""
 	}

@@ -46,6 +46,9 @@ func Check(ann map[string]string) error {
 	if _, _, err := SettleOf(ann); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := RefreshSiblingsOf(ann); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -130,7 +130,7 @@ var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
 // those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
 // the cache must keep them.
 var (
-	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RolloutStrategy,
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RefreshSiblings, RolloutStrategy,
 		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude}, templateKeys...)
 	ConfigKeys = []string{Ignore, Match}
 )
@@ -361,6 +361,24 @@ const (
 	Settle    = "watcher.dev/settle"
 	SettleMax = "watcher.dev/settle-max"
 )
+
+// RefreshSiblings, "true" on a workload, asks the other ExternalSecrets
+// writing its Secrets to sync when one of them changed (package hold).
+const RefreshSiblings = "watcher.dev/refresh-siblings"
+
+// RefreshSiblingsOf reads RefreshSiblings: false when absent; an error,
+// and false, when it is not a boolean.
+func RefreshSiblingsOf(ann map[string]string) (bool, error) {
+	v, ok := ann[RefreshSiblings]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("annotation %s %.40q is not true or false; not refreshing", RefreshSiblings, v)
+	}
+	return b, nil
+}
 
 // MaxSettle bounds both settle annotations: a restart never waits longer
 // for its change set.

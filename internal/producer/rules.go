@@ -31,9 +31,13 @@ type kind struct {
 // v1 and v1beta1 from one CRD (the same objects, the same status fields),
 // and served.Watcher follows one version per CRD. A release serving
 // v1beta1 alone (before v0.16) is not followed.
+// KindExternalSecret is the kind of External Secrets' producer, the one
+// ForceSync can ask to sync.
+const KindExternalSecret = "ExternalSecret"
+
 var (
 	externalSecretV1 = &kind{
-		gvk:      schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"},
+		gvk:      schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: KindExternalSecret},
 		resource: "externalsecrets", target: esTarget, current: externalSecret,
 	}
 	certificateV1 = &kind{

@@ -12,6 +12,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/producer"
 )
 
 // TestChangeSet: a workload with watcher.dev/settle reading a ConfigMap
@@ -120,4 +121,53 @@ func TestChangeSetProducer(t *testing.T) {
 	synced(pass)
 	waitRollouts(t, app, 1)
 	stayRollouts(t, app, 1)
+}
+
+// TestChangeSetSiblings: with watcher.dev/refresh-siblings, the change of
+// one Secret written by an ExternalSecret makes watcher ask the workload's
+// other ExternalSecret to sync (its force-sync annotation), once, and the
+// workload rolls out once, after that sync, carrying both Secrets' new
+// values; without the annotation, nothing is asked.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestChangeSetSiblings(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
+	es := func(name string) *unstructured.Unstructured {
+		return producerObject(externalSecretGVK, ns, name, map[string]any{
+			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+			"target":         map[string]any{"name": name},
+			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
+		})
+	}
+	user, pass := es("user"), es("pass")
+	userSecret, passSecret := secret(ns, "user", map[string]string{"v": "a"}), secret(ns, "pass", map[string]string{"v": "a"})
+	create(t, user, pass, userSecret, passSecret)
+	synced := func(u *unstructured.Unstructured) {
+		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "SecretSynced")), "syncedResourceVersion": esVersion(t, u)})
+	}
+	synced(user)
+	synced(pass)
+	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	app := track(t, annotated(ns, "app", spec, map[string]string{optin.RefreshSiblings: "true"}))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", spec))
+
+	setSecret(t, userSecret, "v", "b") // External Secrets synced the user
+	g := NewWithT(t)
+	g.Eventually(func() map[string]string { return fetchU(t, pass).GetAnnotations() }, wait).Should(HaveKey(producer.ForceSyncAnnotation),
+		"the other ExternalSecret is asked to sync")
+	g.Expect(fetchU(t, user).GetAnnotations()).NotTo(HaveKey(producer.ForceSyncAnnotation), "the one that changed is not")
+	g.Expect(events(t, ns, "app", hold.ReasonSiblingsRefreshed)).To(ContainElement(ContainSubstring("ExternalSecret pass")))
+	stayRollouts(t, app, 0)
+	// External Secrets syncs the password: a new value, then its status.
+	setSecret(t, passSecret, "v", "b")
+	stayRollouts(t, app, 0)
+	synced(pass)
+	waitRollouts(t, app, 1)
+	stayRollouts(t, app, 1)
+	g.Expect(events(t, ns, "app", hold.ReasonSiblingsRefreshed)).To(HaveLen(1), "asked once per change set")
 }

@@ -170,6 +170,11 @@ created. */}}
 - apiGroups: [external-secrets.io]
   resources: [externalsecrets]
   verbs: [get, list, watch]
+{{- if .Values.rbac.refreshSiblings }}
+- apiGroups: [external-secrets.io]
+  resources: [externalsecrets]
+  verbs: [patch]
+{{- end }}
 - apiGroups: [cert-manager.io]
   resources: [certificates]
   verbs: [get, list, watch]
