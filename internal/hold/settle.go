@@ -130,7 +130,7 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 // Event reasons of producers: a restart rolled with producers still
 // writing; the workload's other ExternalSecrets asked to sync.
 const (
-	ReasonProducerTimeout   = "ProducerTimeout"
+	ReasonProducerTimeout      = "ProducerTimeout"
 	ReasonSiblingsRefreshed    = "SiblingsRefreshed"
 	ReasonSiblingRefreshFailed = "SiblingRefreshFailed"
 )
