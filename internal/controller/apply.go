@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -108,10 +110,20 @@ func (r *Reconciler) keepPending(ctx context.Context, key workload.Key, obj clie
 	return nil
 }
 
+// inRelease says that the restart of obj is carried by its own rollout:
+// its template is of the same change set as its changed sources
+// (hold.Guards.InRelease); its record is brought up to date.
+func (r *Reconciler) inRelease(ctx context.Context, obj client.Object) {
+	ctrl.LoggerFrom(ctx).Info("Not restarting: the workload's own template is of the same change set; its rollout carries the change")
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonChangeSetInRelease, "Record", "%s",
+		note.Truncate("Not restarting: the pod template is of change set "+strconv.Quote(optin.TemplateChangeSet(optin.Of(obj)))+", like its changed sources: its own rollout carries the change"))
+}
+
 // Event reasons (those of restarts are package cause's).
 const (
-	ReasonMissingKey  = "MissingKey"
-	ReasonWriteFailed = "WriteFailed"
+	ReasonChangeSetInRelease = "ChangeSetInRelease"
+	ReasonMissingKey         = "MissingKey"
+	ReasonWriteFailed        = "WriteFailed"
 )
 
 // missing says that a restart is held because keys the pods need are gone.

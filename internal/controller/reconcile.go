@@ -249,6 +249,10 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 			return plan.Plan{}, err
 		}
 	}
+	if r.guards.InRelease(w.key, w.obj, p) {
+		p.Action = plan.Refresh
+		r.inRelease(ctx, w.obj)
+	}
 	obj, p, err := r.recreations.Facts(ctx, w.key, w.obj, w.in, p)
 	if err != nil {
 		return plan.Plan{}, err

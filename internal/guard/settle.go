@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // Settles holds the restart of a workload until its whole change has
@@ -41,6 +43,17 @@ type Settle struct {
 	// Refreshed is true once the workload's other ExternalSecrets were
 	// asked to sync for this set (Pending.Refreshed).
 	Refreshed bool
+	// Release is the newest change-set id of the changed sources
+	// (optin.ChangeSet), and Lagging the sources of the workload that
+	// carry another: the set is not whole until they catch up, or Max.
+	Release string
+	Lagging []Lag
+}
+
+// Lag is a source whose change-set id is not the newest.
+type Lag struct {
+	Source object.Ref
+	ID     string
 }
 
 // Due returns when the restart of s may be written: zero when at once.
@@ -59,6 +72,14 @@ func (s Settle) Due() time.Time {
 
 // Check implements Gate.
 func (Settles) Check(r Request) Verdict {
+	if s := r.Settle; len(s.Lagging) > 0 && s.Max > 0 && r.Now.Before(s.Opened.Add(s.Max)) {
+		l := s.Lagging[0]
+		msg := fmt.Sprintf("waiting for the whole change set %q: %s %s has %q", s.Release, l.Source.Kind, l.Source.Name, l.ID)
+		if n := len(s.Lagging); n > 1 {
+			msg += fmt.Sprintf(" (and %d more)", n-1)
+		}
+		return Verdict{Hold: true, Reason: ReasonChangeSet, Until: s.Opened.Add(s.Max), Message: msg + "; rolling out at the latest at " + s.Opened.Add(s.Max).UTC().Format(time.RFC3339)}
+	}
 	due := r.Settle.Due()
 	if due.IsZero() || !r.Now.Before(due) {
 		return Verdict{}

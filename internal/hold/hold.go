@@ -276,6 +276,7 @@ func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object,
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}
 	req.Settle = g.settle(obj, req.Sources, req.Now, report)
+	g.changeSets(&req.Settle, key, obj, p)
 	req.Producers = g.producers(ctx, key, obj, p, &req, report)
 	return req
 }

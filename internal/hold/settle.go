@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/guard"
@@ -100,19 +101,7 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 	if g.cfg.Producers == nil {
 		return nil
 	}
-	var sources []object.Ref
-	for id := range p.Record {
-		if kind, name, ok := strings.Cut(id, "/"); ok && (kind == string(refs.ConfigMap) || kind == string(refs.Secret)) {
-			sources = append(sources, object.Ref{Kind: kind, Namespace: key.Namespace, Name: name})
-		}
-	}
-	for _, c := range p.Changes {
-		if c.Ref.Kind == refs.ConfigMap || c.Ref.Kind == refs.Secret {
-			sources = append(sources, object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name})
-		}
-	}
-	slices.SortFunc(sources, object.Compare)
-	sources = slices.Compact(sources)
+	sources := sourcesOf(key, p)
 	verdicts := g.cfg.Producers.Check(ctx, sources)
 	if !req.Settle.Refreshed && g.refreshSiblings(ctx, obj, req, verdicts, report) {
 		req.Settle.Refreshed = true
@@ -192,6 +181,78 @@ func (g *Guards) producerTimedOut(obj client.Object, req guard.Request) {
 	g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonProducerTimeout, "Restart", "%s",
 		note.Truncate(fmt.Sprintf("Restarting although %s %s has not landed %s %s after %s (%s)",
 			pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, g.cfg.ProducerTimeout, pr.Message)))
+}
+
+// changeSets fills in s the change-set ids (optin.ChangeSet) of the sources
+// of the workload key for p (p's record and changes), as the store holds
+// them: the newest id among the changed sources (of the one written last),
+// and the sources carrying another id; and the workload itself (obj),
+// when its pod template carries another: the release will bring it too.
+func (g *Guards) changeSets(s *guard.Settle, key object.Ref, obj client.Object, p plan.Plan) {
+	newestRV := ""
+	for _, c := range p.Changes {
+		if o, err := g.store.Get(string(c.Ref.Kind), key.Namespace, c.Ref.Name); err == nil && o != nil {
+			id := optin.ChangeSetOf(o.GetAnnotations())
+			if id == "" {
+				continue
+			}
+			if n, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), newestRV); newestRV == "" || (err == nil && n > 0) {
+				s.Release, newestRV = id, o.GetResourceVersion()
+			}
+		}
+	}
+	if s.Release == "" {
+		return
+	}
+	for _, src := range sourcesOf(key, p) {
+		if o, err := g.store.Get(src.Kind, src.Namespace, src.Name); err == nil && o != nil {
+			if id := optin.ChangeSetOf(o.GetAnnotations()); id != "" && id != s.Release {
+				s.Lagging = append(s.Lagging, guard.Lag{Source: src, ID: id})
+			}
+		}
+	}
+	if id := optin.TemplateChangeSet(optin.Of(obj)); id != "" && id != s.Release {
+		s.Lagging = append(s.Lagging, guard.Lag{Source: key, ID: id})
+	}
+}
+
+// InRelease reports whether the restart p of obj (the workload as the
+// store holds it) is carried by its own rollout: its pod template is of
+// the newest change set of the changed sources, every source agrees, and
+// the template came to it since watcher last recorded the workload (one
+// `helm upgrade` changing the configuration and the image together). A
+// source changed by hand afterwards keeps its id but finds the template
+// recorded already: it restarts.
+func (g *Guards) InRelease(key object.Ref, obj client.Object, p plan.Plan) bool {
+	if g == nil || p.Action != plan.Restart {
+		return false
+	}
+	ann := optin.Of(obj)
+	tmpl := optin.TemplateChangeSet(ann)
+	if tmpl == "" || ann[optin.RecordedChangeSet] == tmpl {
+		return false
+	}
+	var s guard.Settle
+	g.changeSets(&s, key, obj, p)
+	return s.Release == tmpl && len(s.Lagging) == 0
+}
+
+// sourcesOf returns the ConfigMaps and Secrets of the workload key that p
+// knows (its record and changes), sorted, once each.
+func sourcesOf(key object.Ref, p plan.Plan) []object.Ref {
+	var sources []object.Ref
+	for id := range p.Record {
+		if kind, name, ok := strings.Cut(id, "/"); ok && (kind == string(refs.ConfigMap) || kind == string(refs.Secret)) {
+			sources = append(sources, object.Ref{Kind: kind, Namespace: key.Namespace, Name: name})
+		}
+	}
+	for _, c := range p.Changes {
+		if c.Ref.Kind == refs.ConfigMap || c.Ref.Kind == refs.Secret {
+			sources = append(sources, object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name})
+		}
+	}
+	slices.SortFunc(sources, object.Compare)
+	return slices.Compact(sources)
 }
 
 // pending reads the change set kept on obj, if it is watcher's own.

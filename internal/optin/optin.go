@@ -121,7 +121,7 @@ var selecting = map[refs.Kind][]string{
 // template's annotations.
 var templateKeys = []string{fromTemplate + Auto, fromTemplate + ReloaderAuto, fromTemplate + ConfigMapAuto, fromTemplate + SecretAuto,
 	fromTemplate + ConfigMapReload, fromTemplate + SecretReload, fromTemplate + Search,
-	fromTemplate + SecretProviderClassAuto, fromTemplate + SecretProviderClassReload}
+	fromTemplate + SecretProviderClassAuto, fromTemplate + SecretProviderClassReload, fromTemplate + ChangeSet}
 
 // kinds are the kinds of references, in the order selecting is read.
 var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
@@ -130,9 +130,9 @@ var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
 // those Effective adds), and ConfigKeys those of ConfigMaps and Secrets:
 // the cache must keep them.
 var (
-	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RefreshSiblings, RolloutStrategy,
+	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RefreshSiblings, RecordedChangeSet, RolloutStrategy,
 		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude}, templateKeys...)
-	ConfigKeys = []string{Ignore, Match}
+	ConfigKeys = []string{Ignore, Match, ChangeSet}
 )
 
 // Effective returns the annotations of a workload that this package reads:
@@ -160,6 +160,15 @@ func Effective(own, template map[string]string) map[string]string {
 			}
 			out[fromTemplate+k] = v
 		}
+	}
+	if v, ok := template[ChangeSet]; ok {
+		if out == nil {
+			out = make(map[string]string, len(own)+1)
+			for k, v := range own {
+				out[k] = v
+			}
+		}
+		out[fromTemplate+ChangeSet] = v
 	}
 	if out == nil {
 		return own
@@ -361,6 +370,38 @@ const (
 	Settle    = "watcher.dev/settle"
 	SettleMax = "watcher.dev/settle-max"
 )
+
+// ChangeSet names the change a ConfigMap, a Secret or a pod template
+// belongs to (a Helm release revision, a CI build id): the sources of one
+// workload wait for each other until they carry the same (package hold),
+// and a workload whose own template is of the newest one rolls out for
+// it, with no restart added. RecordedChangeSet, on a workload, is its
+// template's ChangeSet when watcher last wrote its record.
+const (
+	ChangeSet         = "watcher.dev/change-set"
+	RecordedChangeSet = "watcher.dev/recorded-change-set"
+)
+
+// MaxChangeSet bounds a ChangeSet: a longer one counts as none.
+const MaxChangeSet = 63
+
+// ChangeSetOf returns the ChangeSet of annotations ann: "" when absent or
+// longer than MaxChangeSet.
+func ChangeSetOf(ann map[string]string) string {
+	if v := ann[ChangeSet]; len(v) <= MaxChangeSet {
+		return v
+	}
+	return ""
+}
+
+// TemplateChangeSet returns the ChangeSet of the pod template of a
+// workload whose annotations, as Effective returns them, are ann.
+func TemplateChangeSet(ann map[string]string) string {
+	if v := ann[fromTemplate+ChangeSet]; len(v) <= MaxChangeSet {
+		return v
+	}
+	return ""
+}
 
 // RefreshSiblings, "true" on a workload, asks the other ExternalSecrets
 // writing its Secrets to sync when one of them changed (package hold).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -33,6 +34,13 @@ func PatchFor(obj client.Object, p plan.Plan, hashKeyID string, kind workload.Ki
 	patchType := types.MergePatchType
 	if p.Action == plan.Restart && state != "" {
 		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[guard.StateAnnotation] = state
+	}
+	// The change set of the template recorded with the record (the next
+	// release is told from it: hold.Guards.InRelease).
+	if id := optin.TemplateChangeSet(optin.Of(obj)); id != "" && p.Action != plan.Forget {
+		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[optin.RecordedChangeSet] = id
+	} else if _, ok := obj.GetAnnotations()[optin.RecordedChangeSet]; ok {
+		patch["metadata"].(map[string]any)["annotations"].(map[string]any)[optin.RecordedChangeSet] = nil
 	}
 	if _, waited := obj.GetAnnotations()[guard.PendingAnnotation]; waited && p.Action == plan.Restart {
 		// The change set it waited for rolls out now.

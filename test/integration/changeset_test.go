@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -170,4 +171,55 @@ func TestChangeSetSiblings(t *testing.T) {
 	waitRollouts(t, app, 1)
 	stayRollouts(t, app, 1)
 	g.Expect(events(t, ns, "app", hold.ReasonSiblingsRefreshed)).To(HaveLen(1), "asked once per change set")
+}
+
+// TestChangeSetRelease: a release (one `helm upgrade`) writing a ConfigMap
+// and a Secret, then the workload's template (a new image), all with one
+// change-set id, rolls the workload once: its own rollout; watcher records
+// the change without adding one, and says so. A later edit of the ConfigMap
+// by hand (its id unchanged) restarts as usual. Ids that disagree hold the
+// restart until they agree or the settle's maximum.
+func TestChangeSetRelease(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	user, pass := configMap(ns, "user", map[string]string{"u": "a"}), secret(ns, "pass", map[string]string{"p": "a"})
+	user.Annotations = map[string]string{optin.ChangeSet: "1"}
+	pass.Annotations = map[string]string{optin.ChangeSet: "1"}
+	create(t, user)
+	create(t, pass)
+	dep := annotated(ns, "app", envFrom("user", "pass"), map[string]string{optin.SettleMax: "5s"})
+	dep.Spec.Template.Annotations = map[string]string{optin.ChangeSet: "1"}
+	app := track(t, dep)
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", envFrom("user", "pass")))
+	g := NewWithT(t)
+	g.Expect(fetch(t, &appsv1.Deployment{ObjectMeta: meta(ns, "app")}).Annotations).To(HaveKeyWithValue(optin.RecordedChangeSet, "1"))
+
+	// Release 2: the configuration first, then the template (Helm's order).
+	edit(t, user, func(cm *corev1.ConfigMap) { cm.Data["u"], cm.Annotations[optin.ChangeSet] = "b", "2" })
+	edit(t, pass, func(s *corev1.Secret) { s.Data["p"], s.Annotations[optin.ChangeSet] = []byte("b"), "2" })
+	stayRollouts(t, app, 0)
+	edit(t, dep, func(d *appsv1.Deployment) {
+		d.Spec.Template.Annotations[optin.ChangeSet] = "2"
+		d.Spec.Template.Spec.Containers[0].Image = "app:2"
+	})
+	waitRollouts(t, app, 1) // its own
+	g.Eventually(func() map[string]string {
+		return fetch(t, &appsv1.Deployment{ObjectMeta: meta(ns, "app")}).Annotations
+	}, wait).Should(HaveKeyWithValue(optin.RecordedChangeSet, "2"))
+	stayRollouts(t, app, 1)
+	g.Expect(events(t, ns, "app", controller.ReasonChangeSetInRelease)).NotTo(BeEmpty())
+
+	// By hand, outside a release: a restart.
+	setConfigMap(t, user, "u", "c")
+	waitRollouts(t, app, 2)
+
+	// Ids that disagree: the Secret says 3, the ConfigMap and the template
+	// 2: held until the maximum, then one restart.
+	edit(t, pass, func(s *corev1.Secret) { s.Data["p"], s.Annotations[optin.ChangeSet] = []byte("c"), "3" })
+	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonChangeSetOpen) }, wait).Should(ContainElement(
+		ContainSubstring(`waiting for the whole change set "3"`)))
+	stayRollouts(t, app, 2)
+	waitRollouts(t, app, 3)
+	stayRollouts(t, app, 3)
 }
