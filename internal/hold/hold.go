@@ -207,6 +207,9 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 		if g.producing.TimedOut(req) {
 			g.producerTimedOut(obj, req)
 		}
+		if len(req.Settle.Lagging) > 0 {
+			g.incomplete(obj, req)
+		}
 		return req, true
 	}
 	g.held1(ctx, key, obj, req, v, values)
@@ -240,6 +243,13 @@ func (g *Guards) Done(ctx context.Context, key object.Ref, obj client.Object, re
 	if !last.IsZero() {
 		metrics.ReactionSeconds.Observe(req.Now.Sub(last).Seconds())
 	}
+	n := 1
+	for _, t := range req.History {
+		if req.Now.Sub(t) < max(req.Settle.Max, g.cfg.SettleMax) && t.Before(req.Now) {
+			n++
+		}
+	}
+	metrics.RolloutsPerChange.Observe(float64(n))
 	g.unhold(ctx, key, "restarted")
 }
 

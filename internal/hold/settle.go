@@ -122,7 +122,20 @@ const (
 	ReasonProducerTimeout      = "ProducerTimeout"
 	ReasonSiblingsRefreshed    = "SiblingsRefreshed"
 	ReasonSiblingRefreshFailed = "SiblingRefreshFailed"
+	ReasonChangeSetIncomplete  = "ChangeSetIncomplete"
 )
+
+// incomplete says that the restart of obj rolls at the settle's maximum
+// although some of its sources (or its template) carry another change-set
+// id than the newest.
+func (g *Guards) incomplete(obj client.Object, req guard.Request) {
+	var notes []string
+	for _, l := range req.Settle.Lagging {
+		notes = append(notes, fmt.Sprintf("%s %s has %q", l.Source.Kind, l.Source.Name, l.ID))
+	}
+	g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonChangeSetIncomplete, "Restart", "%s",
+		note.Join(fmt.Sprintf("Restarting at the longest wait (%s) for change set %q, which has not fully landed: ", req.Settle.Max, req.Settle.Release), notes))
+}
 
 // refreshSiblings asks the ExternalSecrets writing the unchanged sources
 // of obj to sync now, if obj asks for it and one of its changed sources

@@ -62,8 +62,17 @@ var (
 		Help:    "Time from a data change seen by the informer to its restart patch.",
 		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600},
 	})
+
+	// RolloutsPerChange observes, at each restart, how many restarts its
+	// workload had within the settle's maximum, itself included: 1 when a
+	// change rolls out once, more when it rolled in parts.
+	RolloutsPerChange = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "watcher_rollouts_per_change",
+		Help:    "At each restart, the restarts of its workload within the settle's maximum, itself included (target: 1).",
+		Buckets: []float64{1, 2, 3, 5, 10},
+	})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(RestartsHeld, HeldRestarts, RolloutsInProgress, RolloutDuration, FailedRollouts, FlappingSources, ReactionSeconds, WaveWait)
+	ctrlmetrics.Registry.MustRegister(RestartsHeld, HeldRestarts, RolloutsInProgress, RolloutDuration, FailedRollouts, FlappingSources, ReactionSeconds, WaveWait, RolloutsPerChange)
 }
