@@ -29,6 +29,9 @@ func (r WorkloadReport) WriteText(w io.Writer) error {
 	if r.OnDelete != "" {
 		fmt.Fprintf(tw, "Rolls:\tonly when pods are deleted (%s)\n", r.OnDelete)
 	}
+	if cs := r.ChangeSet; cs != nil {
+		fmt.Fprintf(tw, "Change set:\twaiting since %s (last change %s): %s\n", cs.Opened, cs.Last, strings.Join(cs.Sources, ", "))
+	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(tw, "Changed:\t%s %s, keys: %s\n", c.Kind, c.Name, cause.KeyList(c.Keys))
 	}

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/cause"
 	"github.com/watcher-dev/watcher/internal/gather"
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -72,6 +75,48 @@ type WorkloadReport struct {
 	Restarts []Event `json:"restarts"`
 	// Notes are remarks: what could not be read, malformed annotations.
 	Notes []string `json:"notes,omitempty"`
+	// ChangeSet is the change set its restart waits for, as kept on the
+	// workload (docs/change-sets.md); nil when none.
+	ChangeSet *ChangeSet `json:"changeSet,omitempty"`
+}
+
+// ChangeSet is the change set a workload's restart waits for, read from
+// guard.PendingAnnotation (its signature is not checked here) and its
+// settle annotations.
+type ChangeSet struct {
+	// Opened is when the set opened, Last when a source of it last
+	// changed (RFC 3339).
+	Opened string `json:"opened"`
+	Last   string `json:"last"`
+	// Sources are its changed sources ("Kind name").
+	Sources []string `json:"sources"`
+	// Settle and SettleMax are the workload's own settle annotations, ""
+	// for the installation's.
+	Settle    string `json:"settle,omitempty"`
+	SettleMax string `json:"settleMax,omitempty"`
+	// SiblingsRefreshed is true once its other ExternalSecrets were asked
+	// to sync for this set.
+	SiblingsRefreshed bool `json:"siblingsRefreshed,omitempty"`
+}
+
+// changeSet reads the change set kept on obj; nil when none.
+func changeSet(obj client.Object, notes *[]string) *ChangeSet {
+	ann := obj.GetAnnotations()
+	v, ok := ann[guard.PendingAnnotation]
+	if !ok {
+		return nil
+	}
+	p, err := guard.ReadPending(v)
+	if err != nil {
+		*notes = append(*notes, "unreadable change set: "+err.Error())
+		return nil
+	}
+	cs := &ChangeSet{Opened: p.Opened.Format(time.RFC3339), Last: p.Last.Format(time.RFC3339),
+		Settle: ann[optin.Settle], SettleMax: ann[optin.SettleMax], SiblingsRefreshed: p.Refreshed}
+	for _, src := range p.Sources {
+		cs.Sources = append(cs.Sources, src.Object.Kind+" "+src.Object.Name)
+	}
+	return cs
 }
 
 // Change is one object whose keys changed since the record.
@@ -157,6 +202,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 		rep.Notes = append(rep.Notes, "hashes not compared: "+s.HashKeyProblem)
 	}
 	rep.OnDelete = workload.OnDelete(obj)
+	rep.ChangeSet = changeSet(obj, &rep.Notes)
 	rep.Excluded = s.watched(obj)
 	rep.Watched = rep.Excluded == ""
 	if !decidable {

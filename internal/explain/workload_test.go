@@ -3,6 +3,7 @@ package explain_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/explain"
+	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -144,6 +147,33 @@ func TestExplainWorkload(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExplainChangeSet: the change set a workload's restart waits for,
+// kept on it, is shown with its settle; none when it waits for none.
+func TestExplainChangeSet(t *testing.T) {
+	s, set := newScenario(), settings()
+	opened := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	s.web.Annotations[guard.PendingAnnotation] = guard.Pending{Opened: opened, Last: opened.Add(40 * time.Second),
+		Sources: []guard.Source{{Object: object.Ref{Kind: "ConfigMap", Namespace: ns, Name: "app-config"}, Sum: "0123456789abcdef"}}}.
+		Encode(string(s.web.UID), func([]byte) string { return "mac" })
+	s.web.Annotations[optin.Settle] = "1m"
+	rep, err := explain.ExplainWorkload(set, explain.Workload{Object: s.web, Configs: s.configs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &explain.ChangeSet{Opened: "2026-11-27T10:00:00Z", Last: "2026-11-27T10:00:40Z", Sources: []string{"ConfigMap app-config"}, Settle: "1m"}
+	if diff := cmp.Diff(want, rep.ChangeSet); diff != "" {
+		t.Errorf("change set (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "Change set:  waiting since 2026-11-27T10:00:00Z (last change 2026-11-27T10:00:40Z): ConfigMap app-config") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+	delete(s.web.Annotations, guard.PendingAnnotation)
+	if rep, _ := explain.ExplainWorkload(set, explain.Workload{Object: s.web, Configs: s.configs}); rep.ChangeSet != nil {
+		t.Errorf("a change set shown for a workload waiting for none: %+v", rep.ChangeSet)
 	}
 }
 

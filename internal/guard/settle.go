@@ -162,6 +162,29 @@ func DecodePending(v, uid string, sign Signer) (Pending, error) {
 	return p, nil
 }
 
+// ReadPending reads the annotation's value without checking its MAC, for
+// display only (watcher explain, which may not hold the hash key): what it
+// says may be forged.
+func ReadPending(v string) (Pending, error) {
+	if len(v) > maxStateLen {
+		return Pending{}, fmt.Errorf("%s: %d bytes", PendingAnnotation, len(v))
+	}
+	var w wirePending
+	if err := json.Unmarshal([]byte(v), &w); err != nil {
+		return Pending{}, fmt.Errorf("parse %s: %w", PendingAnnotation, err)
+	}
+	p := Pending{Opened: time.Unix(w.Opened, 0).UTC(), Last: time.Unix(w.Last, 0).UTC(), Refreshed: w.Ref}
+	for i, f := range w.For {
+		if i == MaxStateSources {
+			break
+		}
+		if src, ok := decodeSource(f); ok {
+			p.Sources = append(p.Sources, src)
+		}
+	}
+	return p, nil
+}
+
 // ErrPendingForged is the error of a pending set whose MAC does not match.
 var ErrPendingForged = errors.New("pending change not written by this installation for this workload: ignored")
 
