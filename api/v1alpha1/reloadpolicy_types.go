@@ -137,6 +137,25 @@ type ReloadPolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="coalesce must be a positive duration, such as 30s"
 	Coalesce *metav1.Duration `json:"coalesce,omitempty"`
 
+	// Settle, when set, makes the restart of a target wait until every
+	// ConfigMap and Secret it reads has been quiet this long, so that a
+	// change written in parts rolls out once (watcher's --settle, which a
+	// target's watcher.dev/settle annotation still overrides); at most 1h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('1h')",message="settle must be a positive duration of at most 1h, such as 1m"
+	Settle *metav1.Duration `json:"settle,omitempty"`
+
+	// SettleMax, when set, is the longest a target's restart waits for its
+	// whole change, from the first change (watcher's --settle-max; a
+	// target's watcher.dev/settle-max still overrides it); at most 1h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('1h')",message="settleMax must be a positive duration of at most 1h, such as 5m"
+	SettleMax *metav1.Duration `json:"settleMax,omitempty"`
+
 	// MaintenanceWindows, when set, hold restarts until a window is open.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20

@@ -122,6 +122,16 @@ func (in *ReloadPolicySpec) DeepCopyInto(out *ReloadPolicySpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.Settle != nil {
+		in, out := &in.Settle, &out.Settle
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.SettleMax != nil {
+		in, out := &in.SettleMax, &out.SettleMax
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.MaintenanceWindows != nil {
 		in, out := &in.MaintenanceWindows, &out.MaintenanceWindows
 		*out = make([]MaintenanceWindow, len(*in))

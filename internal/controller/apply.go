@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/watcher-dev/watcher/internal/guard"
+	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -50,7 +51,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 	if _, evicts := w.strategy.(restart.Evict); evicts {
 		onDelete = "" // watcher replaces the pods itself (evictStep)
 	}
-	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete)
+	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete, hold.Settle{Quiet: w.applied.Settle, Max: w.applied.SettleMax})
 	if !admitted {
 		return r.keepPending(ctx, key, obj, req)
 	}

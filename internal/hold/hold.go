@@ -188,6 +188,15 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 // the workloads of every kind is restored (restore), it waits, silently. The caller writes the restart only
 // if ok, then calls done.
 func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) (req guard.Request, ok bool) {
+	return g.AdmitWith(ctx, key, obj, p, Settle{}, report)
+}
+
+// Settle is a workload's settle set by the ReloadPolicies that apply to it
+// (zero: the installation's); its own annotations still win.
+type Settle struct{ Quiet, Max time.Duration }
+
+// AdmitWith is Admit for a workload whose policies set its settle.
+func (g *Guards) AdmitWith(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, policy Settle, report func(error)) (req guard.Request, ok bool) {
 	if g == nil {
 		return guard.Request{}, true
 	}
@@ -195,7 +204,7 @@ func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p
 		g.waitRestore(ctx, key)
 		return guard.Request{}, false
 	}
-	req = g.request(ctx, key, obj, p, report)
+	req = g.request(ctx, key, obj, p, policy, report)
 	values := g.releaseValues(key, obj, req.Sources)
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
@@ -263,7 +272,7 @@ func (g *Guards) Settled(ctx context.Context, key object.Ref) {
 }
 
 // request gathers what the gates need about a restart.
-func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) guard.Request {
+func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, policy Settle, report func(error)) guard.Request {
 	req := guard.Request{Workload: key, Now: g.now()}
 	if st, ok := g.state(obj); ok {
 		req.History = st.Times
@@ -285,7 +294,7 @@ func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object,
 		}
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
 	}
-	req.Settle = g.settle(obj, req.Sources, req.Now, report)
+	req.Settle = g.settle(obj, policy, req.Sources, req.Now, report)
 	g.changeSets(&req.Settle, key, obj, p)
 	req.Producers = g.producers(ctx, key, obj, p, &req, report)
 	return req

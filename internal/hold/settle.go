@@ -38,9 +38,10 @@ import (
 // opened: it belongs to a change restarted or undone long ago.
 
 // settle returns the change set of the restart of obj for sources, its
-// settings read from obj (invalid ones reported, and the defaults used).
-func (g *Guards) settle(obj client.Object, sources []guard.Source, now time.Time, report func(error)) guard.Settle {
-	s := guard.Settle{Quiet: g.cfg.Settle, Max: g.cfg.SettleMax}
+// settings read from obj (invalid ones reported, and those of its
+// policies or the installation used), else from its policies.
+func (g *Guards) settle(obj client.Object, policy Settle, sources []guard.Source, now time.Time, report func(error)) guard.Settle {
+	s := guard.Settle{Quiet: cmp.Or(policy.Quiet, g.cfg.Settle), Max: cmp.Or(policy.Max, g.cfg.SettleMax)}
 	if quiet, maxWait, err := optin.SettleOf(obj.GetAnnotations()); err != nil {
 		report(err)
 	} else {

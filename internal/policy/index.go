@@ -161,6 +161,8 @@ type Applied struct {
 	Strategy string
 	// DryRun: the workload must not be written.
 	DryRun bool
+	// Settle and SettleMax are the longest set; 0: none.
+	Settle, SettleMax time.Duration
 	// names holds, for each of Policies, the IDs of the references it
 	// names.
 	names []map[string]bool
@@ -216,6 +218,7 @@ func (ix *Index) For(obj client.Object, uses []refs.Ref, configs resolve.Configs
 	for _, p := range policies {
 		a.Policies = append(a.Policies, p)
 		a.DryRun = a.DryRun || p.DryRun
+		a.Settle, a.SettleMax = max(a.Settle, p.Settle), max(a.SettleMax, p.SettleMax)
 		if a.Strategy == "" {
 			a.Strategy = p.Strategy
 		}

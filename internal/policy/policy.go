@@ -33,6 +33,9 @@
 //	                    watcher.dev/restart-strategy annotation still wins
 //	coalesce            changes of its sources are handled once they have
 //	                    been held that long, counted from the first
+//	settle, settleMax   a target's restart waits until its sources have
+//	                    been quiet that long, at most settleMax (its own
+//	                    watcher.dev/settle annotations still win)
 //	dryRun              nothing is written: "would restart" is logged,
 //	                    emitted as an Event and counted
 //	maintenanceWindows  a restart waits until a window is open
@@ -73,6 +76,9 @@ type Policy struct {
 	Strategy string
 	// Coalesce holds the changes of the sources this long; 0: not at all.
 	Coalesce time.Duration
+	// Settle and SettleMax are the targets' settle (package hold); 0: the
+	// installation's.
+	Settle, SettleMax time.Duration
 	DryRun   bool
 	// Windows are the maintenance windows that parse; WindowErrs those
 	// that do not. A policy with an invalid window holds its restarts
@@ -134,6 +140,12 @@ func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	}
 	if p.Spec.Coalesce != nil {
 		out.Coalesce = p.Spec.Coalesce.Duration
+	}
+	if p.Spec.Settle != nil {
+		out.Settle = p.Spec.Settle.Duration
+	}
+	if p.Spec.SettleMax != nil {
+		out.SettleMax = p.Spec.SettleMax.Duration
 	}
 	if out.Refused = refused(p); out.Refused != nil {
 		return out

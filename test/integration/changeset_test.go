@@ -7,12 +7,15 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/producer"
 )
 
@@ -222,4 +225,34 @@ func TestChangeSetRelease(t *testing.T) {
 	stayRollouts(t, app, 2)
 	waitRollouts(t, app, 3)
 	stayRollouts(t, app, 3)
+}
+
+// TestChangeSetPolicy: a ReloadPolicy's settle applies to the workloads
+// it restarts: its ConfigMap and Secret written 2 s apart roll it once,
+// after the second was quiet for the policy's settle.
+func TestChangeSetPolicy(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	user, pass := configMap(ns, "user", map[string]string{"u": "a"}), secret(ns, "pass", map[string]string{"p": "a"})
+	create(t, user)
+	create(t, pass)
+	app := track(t, deployment(ns, "app", envFrom("user", "pass")))
+	p := reloadPolicy(ns, "pair", []v1alpha1.Source{{Kind: v1alpha1.SourceConfigMap, Name: "user"}, {Kind: v1alpha1.SourceSecret, Name: "pass"}})
+	p.Spec.Settle = &metav1.Duration{Duration: 5 * time.Second}
+	c := policies(t)
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", envFrom("user", "pass")))
+	waitReady(t, c, p, metav1.ConditionTrue, policy.ReasonValid)
+
+	setConfigMap(t, user, "u", "b")
+	time.Sleep(2 * time.Second)
+	setSecret(t, pass, "p", "b")
+	second := time.Now()
+	stayRollouts(t, app, 0)
+	waitRollouts(t, app, 1)
+	NewWithT(t).Expect(time.Since(second)).To(BeNumerically(">=", 4*time.Second), "rolled before the policy's settle")
+	stayRollouts(t, app, 1)
 }
