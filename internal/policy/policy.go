@@ -79,7 +79,7 @@ type Policy struct {
 	// Settle and SettleMax are the targets' settle (package hold); 0: the
 	// installation's.
 	Settle, SettleMax time.Duration
-	DryRun   bool
+	DryRun            bool
 	// Windows are the maintenance windows that parse; WindowErrs those
 	// that do not. A policy with an invalid window holds its restarts
 	// until it is fixed: it never restarts outside the windows meant.
