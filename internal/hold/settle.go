@@ -110,7 +110,10 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 	}
 	var out []guard.Producer
 	for _, v := range verdicts {
-		if v.State != producer.Current {
+		// A producer that never reported a status (a SealedSecret of a
+		// controller run with --update-status=false) reports no progress
+		// to wait for.
+		if v.State != producer.Current && v.Reason != producer.ReasonNoStatus {
 			out = append(out, guard.Producer{Object: v.Producer, Source: v.Source, Failed: v.State == producer.Failed, Message: v.Message})
 		}
 	}
