@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/sealed"
+	"github.com/watcher-dev/watcher/internal/store"
 )
 
 // newAlerts returns the alert sender the options ask for, nil if no alert
@@ -70,9 +72,12 @@ func sealedOptions(cfg *rest.Config, o *options.Options, h *hash.Hasher) (*seale
 }
 
 // producers returns the follower of the producers of Secrets (package
-// producer), telling the controller that *r will be of their progress.
-func producers(dyn dynamic.Interface, o *options.Options, r **controller.Reconciler, log logr.Logger) *producer.Follower {
+// producer), telling the controller that *r will be of their progress;
+// the controller owners of sources (custom resources reporting kstatus
+// status) are read through mapper when asked.
+func producers(dyn dynamic.Interface, mapper meta.RESTMapper, st *store.Store, o *options.Options, r **controller.Reconciler, log logr.Logger) *producer.Follower {
 	return producer.New(producer.Options{Dynamic: dyn, Namespaces: o.Namespaces, IgnoreNamespaces: o.IgnoreSecretNamespaces, Log: log,
+		Owners: &producer.Owners{Owner: st.ControllerOf, Mapper: mapper, Dynamic: dyn},
 		Enqueue: func(ctx context.Context, src object.Ref) {
 			if rc := *r; rc != nil {
 				rc.Produced(ctx, src)

@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		csiOpts.Log = log.WithName("csi")
 	}
 	var r *controller.Reconciler // set below, before the manager starts
-	follower := producers(sealedSecrets.Dynamic, o, &r, log.WithName("producers"))
+	follower := producers(sealedSecrets.Dynamic, mgr.GetRESTMapper(), st, o, &r, log.WithName("producers"))
 	guards.Producers = follower
 	r = controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
 		Settings:           decide,

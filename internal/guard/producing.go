@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/object"
@@ -18,7 +19,14 @@ type Producer struct {
 	Failed bool
 	// Message is the evidence, for a person; it names no Secret value.
 	Message string
+	// Polled: nothing tells of its progress; it is asked again every
+	// pollProducers.
+	Polled bool
 }
+
+// pollProducers is how often a restart waiting for a producer that nothing
+// tells of is decided again.
+const pollProducers = 15 * time.Second
 
 // Producing holds the restart of a workload until every producer of its
 // sources has landed what it is writing, so that the pods start with the
@@ -51,9 +59,13 @@ func (p Producing) Check(r Request) Verdict {
 	}
 	for _, pr := range r.Producers {
 		if pr.Failed {
-			return Verdict{Hold: true, Reason: ReasonProducer,
+			v := Verdict{Hold: true, Reason: ReasonProducer,
 				Message: fmt.Sprintf("%s %s, which writes %s %s, reports an error: %s; held until it recovers or is released",
 					pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, pr.Message)}
+			if pr.Polled {
+				v.Until = r.Now.Add(pollProducers)
+			}
+			return v
 		}
 	}
 	pr := r.Producers[0]
@@ -76,6 +88,11 @@ func (p Producing) Check(r Request) Verdict {
 	}
 	if p.Timeout > 0 {
 		v.Until = opened.Add(p.Timeout)
+	}
+	if slices.ContainsFunc(r.Producers, func(p Producer) bool { return p.Polled }) {
+		if poll := r.Now.Add(pollProducers); v.Until.IsZero() || poll.Before(v.Until) {
+			v.Until = poll
+		}
 	}
 	return v
 }

@@ -114,7 +114,8 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 		// controller run with --update-status=false) reports no progress
 		// to wait for.
 		if v.State != producer.Current && v.Reason != producer.ReasonNoStatus {
-			out = append(out, guard.Producer{Object: v.Producer, Source: v.Source, Failed: v.State == producer.Failed, Message: v.Message})
+			out = append(out, guard.Producer{Object: v.Producer, Source: v.Source, Failed: v.State == producer.Failed, Message: v.Message,
+				Polled: !producer.Followed(v.Producer.Kind)})
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package producer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,6 +56,13 @@ var (
 	}
 	kinds = []*kind{externalSecretV1, certificateV1, sealedSecretV1alpha1}
 )
+
+// Followed tells whether the producers of kind are followed by informers,
+// so that their progress is told (Options.Enqueue); the others (generic
+// owners) are read when asked only, and must be asked again.
+func Followed(k string) bool {
+	return slices.ContainsFunc(kinds, func(kd *kind) bool { return kd.gvk.Kind == k })
+}
 
 // isKnown tells whether group and kind are one of the known kinds, which
 // are followed by informers and never read as generic owners.

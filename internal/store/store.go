@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -153,10 +154,10 @@ func New(cs kubernetes.Interface, o Options) (*Store, error) {
 			TweakListOptions: selectors(o.ConfigSelector, o.IgnoreSecretNamespaces),
 			Indexers:         byNamespace(ns),
 		})
-		if err := s.add(string(refs.ConfigMap), ns, cm, packs(configs)); err != nil {
+		if err := s.add(string(refs.ConfigMap), ns, cm, packs(keepController(configs))); err != nil {
 			return nil, err
 		}
-		if err := s.add(string(refs.Secret), ns, sec, packs(sealed.KeepOwner(configs))); err != nil {
+		if err := s.add(string(refs.Secret), ns, sec, packs(keepController(sealed.KeepOwner(configs)))); err != nil {
 			return nil, err
 		}
 	}
@@ -303,6 +304,49 @@ func (s *Store) HasSynced() bool {
 		}
 	}
 	return true
+}
+
+// ControllerOf returns the controller reference the store keeps of the
+// ConfigMap or Secret kind namespace/name (keepController: a custom
+// resource's); false when none.
+func (s *Store) ControllerOf(src object.Ref) (metav1.OwnerReference, bool) {
+	o, err := s.Get(src.Kind, src.Namespace, src.Name)
+	if err != nil || o == nil {
+		return metav1.OwnerReference{}, false
+	}
+	if c := metav1.GetControllerOfNoCopy(o); c != nil {
+		return *c, true
+	}
+	return metav1.OwnerReference{}, false
+}
+
+// keepController wraps next, the transform of ConfigMaps or Secrets, so
+// that the object it keeps holds its controller reference when that is a
+// custom resource (its API group has a dot and is not Kubernetes' own): a
+// producer that may report its progress (package producer's Owners). Most
+// sources have none; a built-in controller (a Deployment) reports none.
+func keepController(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		var c *metav1.OwnerReference
+		if o, ok := obj.(metav1.Object); ok {
+			if ref := metav1.GetControllerOfNoCopy(o); ref != nil && customGroup(ref.APIVersion) {
+				cp := metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller}
+				c = &cp // before next may reuse obj
+			}
+		}
+		out, err := next(obj)
+		if m, ok := out.(*metav1.PartialObjectMetadata); ok && err == nil && c != nil &&
+			!slices.ContainsFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == c.UID }) {
+			m.OwnerReferences = append(m.OwnerReferences, *c)
+		}
+		return out, err
+	}
+}
+
+// customGroup reports whether apiVersion is of a custom resource's group.
+func customGroup(apiVersion string) bool {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	return ok && strings.Contains(group, ".") && !strings.HasSuffix(group, ".k8s.io")
 }
 
 // Get returns the object of kind namespace/name, or nil if it is not there,

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/watcher-dev/watcher/api/v1alpha1"
 	"github.com/watcher-dev/watcher/internal/controller"
@@ -254,5 +255,42 @@ func TestChangeSetPolicy(t *testing.T) {
 	stayRollouts(t, app, 0)
 	waitRollouts(t, app, 1)
 	NewWithT(t).Expect(time.Since(second)).To(BeNumerically(">=", 4*time.Second), "rolled before the policy's settle")
+	stayRollouts(t, app, 1)
+}
+
+// TestChangeSetOwner: a workload whose ConfigMap is written by a custom
+// resource reporting kstatus-style status (its controller owner, read when
+// asked) does not restart for the change of its other ConfigMap while that
+// owner reports an error; once it is Ready at its generation, the
+// workload rolls out once (it is asked again every 15 s: nothing tells of
+// its progress).
+//
+// Not parallel: the CRD is cluster-wide.
+func TestChangeSetOwner(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, databaseCRD(), databaseGVK, ns)
+	pg := producerObject(databaseGVK, ns, "pg", map[string]any{"size": "small"})
+	create(t, pg)
+	setStatus(t, pg, map[string]any{"observedGeneration": int64(1), "conditions": conditions(condition("Ready", "True", "Succeeded"))})
+	conn := configMap(ns, "pg-conn", map[string]string{"host": "pg"})
+	conn.OwnerReferences = []metav1.OwnerReference{{APIVersion: databaseGVK.GroupVersion().String(), Kind: "Database", Name: "pg", UID: fetchU(t, pg).GetUID(), Controller: ptr.To(true)}}
+	cfg := configMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, conn, cfg)
+	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pg-conn"}}},
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+	}})
+	app := track(t, deployment(ns, "app", spec))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", spec))
+
+	setStatus(t, pg, map[string]any{"observedGeneration": int64(1), "conditions": conditions(condition("Ready", "False", "AuthFailed"))})
+	setConfigMap(t, cfg, "a", "2")
+	g := NewWithT(t)
+	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonRestartHeld) }, wait).Should(ContainElement(
+		And(ContainSubstring("(producer)"), ContainSubstring("Database pg"), ContainSubstring("AuthFailed"))))
+	stayRollouts(t, app, 0)
+	setStatus(t, pg, map[string]any{"observedGeneration": int64(1), "conditions": conditions(condition("Ready", "True", "Succeeded"))})
+	g.Eventually(app.Count, 30*time.Second, 100*time.Millisecond).Should(Equal(1), "rolled out once the owner is Ready")
 	stayRollouts(t, app, 1)
 }
