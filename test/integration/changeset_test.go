@@ -294,3 +294,51 @@ func TestChangeSetOwner(t *testing.T) {
 	g.Eventually(app.Count, 30*time.Second, 100*time.Millisecond).Should(Equal(1), "rolled out once the owner is Ready")
 	stayRollouts(t, app, 1)
 }
+
+// TestChangeSetCertificates: two Certificates (cert-manager's own CRD; the
+// test writes the status cert-manager would) of one workload issued 15 s
+// apart roll it out once, after the second: the first's Secret waits for
+// the settle (20 s), during which the second starts issuing, and the
+// restart then waits for its issuance too.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestChangeSetCertificates(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, cachedCRD(t, "certificate-crd.yaml", "cert-manager"), certificateGVK, ns)
+	crt := func(name string) *unstructured.Unstructured {
+		return producerObject(certificateGVK, ns, name, map[string]any{
+			"secretName": name + "-tls", "dnsNames": []any{name + ".example.com"},
+			"issuerRef": map[string]any{"name": "ca", "kind": "Issuer"},
+		})
+	}
+	web, api := crt("web"), crt("api")
+	webTLS, apiTLS := secret(ns, "web-tls", map[string]string{"tls.crt": "1"}), secret(ns, "api-tls", map[string]string{"tls.crt": "1"})
+	create(t, web, api, webTLS, apiTLS)
+	ready := func(u *unstructured.Unstructured) {
+		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "Ready", 1))})
+	}
+	issuing := func(u *unstructured.Unstructured) {
+		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "Ready", 1), condition("Issuing", "True", "Renewing", 1))})
+	}
+	ready(web)
+	ready(api)
+	spec := podSpec(corev1.Container{Name: "app", Image: "app"},
+		corev1.Volume{Name: "web", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
+		corev1.Volume{Name: "api", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "api-tls"}}})
+	app := track(t, annotated(ns, "app", spec, map[string]string{optin.Settle: "20s"}))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", spec))
+
+	issuing(web)
+	setSecret(t, webTLS, "tls.crt", "2")
+	ready(web)
+	time.Sleep(15 * time.Second)
+	issuing(api)
+	stayRollouts(t, app, 0)
+	time.Sleep(10 * time.Second) // past the first's settle: the issuance holds it
+	stayRollouts(t, app, 0)
+	setSecret(t, apiTLS, "tls.crt", "2")
+	ready(api)
+	NewWithT(t).Eventually(app.Count, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
+	stayRollouts(t, app, 1)
+}
