@@ -103,10 +103,15 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 		return nil
 	}
 	sources := sourcesOf(key, p)
-	verdicts := g.cfg.Producers.Check(ctx, sources)
+	// The owners read on demand (package producer's Owners) are bounded
+	// together: a slow API a tenant's owner kind is served by delays its
+	// own restart, never a worker for long.
+	reads, cancel := context.WithTimeout(ctx, producerReads)
+	defer cancel()
+	verdicts := g.cfg.Producers.Check(reads, sources)
 	if !req.Settle.Refreshed && g.refreshSiblings(ctx, obj, req, verdicts, report) {
 		req.Settle.Refreshed = true
-		verdicts = g.cfg.Producers.Check(ctx, sources)
+		verdicts = g.cfg.Producers.Check(reads, sources)
 	}
 	var out []guard.Producer
 	for _, v := range verdicts {
@@ -120,6 +125,9 @@ func (g *Guards) producers(ctx context.Context, key object.Ref, obj client.Objec
 	}
 	return out
 }
+
+// producerReads bounds the reads of owners for one decision.
+const producerReads = 2 * time.Second
 
 // Event reasons of producers: a restart rolled with producers still
 // writing; the workload's other ExternalSecrets asked to sync.
