@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/watcher-dev/watcher/internal/attribution"
+	"github.com/watcher-dev/watcher/internal/debounce"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -31,7 +32,7 @@ type configHandler struct {
 	kind     refs.Kind
 	cfg      Config
 	log      logr.Logger
-	debounce *debouncer
+	debounce *debounce.Debouncer[Request]
 	// kinds says which enqueued changes are of metadata only.
 	kinds  *changeKinds
 	guards *hold.Guards

@@ -38,6 +38,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/alert"
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/debounce"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -262,7 +263,7 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 	}
 	for _, rk := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		h := &configHandler{kind: rk, cfg: cfg, log: mgr.GetLogger().WithValues("controller", "watcher"), policies: cfg.Policies}
-		h.debounce = newDebouncer(cfg.Coalesce, cfg.CoalesceMax)
+		h.debounce = debounce.New[Request](cfg.Coalesce, cfg.CoalesceMax)
 		h.kinds = r.kinds
 		h.guards = r.guards
 		h.changedBy = r.changedBy

@@ -1,11 +1,13 @@
-package controller
+// Package debounce holds back the items of changed objects until their
+// changes are quiet, so that a burst of edits is handled once.
+package debounce
 
 import (
 	"sync"
 	"time"
 )
 
-// debouncer holds back the requests of changed objects until their changes
+// Debouncer holds back the items of changed objects until their changes
 // have been quiet for window, or until max has passed since the first change
 // held, then adds them to the work queue: a burst of edits becomes one item,
 // handled once, after the burst; a never-ending stream is still handled every
@@ -14,34 +16,36 @@ import (
 // It holds at most one entry per object, whatever the number of changes, and
 // the queue dedups what it adds: memory stays flat under any number of
 // changes, on a standby too (where nothing takes items off the queue).
-type debouncer struct {
+type Debouncer[K comparable] struct {
 	window, max time.Duration
 	now         func() time.Time
 
 	mu      sync.Mutex
-	pending map[Change]*held
+	pending map[K]*held[K]
 }
 
 // held is one object's pending changes.
-type held struct {
+type held[K comparable] struct {
 	first, due time.Time
 	timer      *time.Timer
-	q          adder
+	q          Adder[K]
 }
 
-// adder is the part of the work queue the debouncer uses.
-type adder interface{ Add(Request) }
+// Adder is the part of the work queue the debouncer uses.
+type Adder[K comparable] interface{ Add(K) }
 
-func newDebouncer(window, max time.Duration) *debouncer {
-	return &debouncer{window: window, max: max, now: time.Now, pending: map[Change]*held{}}
+// New returns a Debouncer holding items until quiet for window, at most
+// max after the first change (0: no bound).
+func New[K comparable](window, max time.Duration) *Debouncer[K] {
+	return &Debouncer[K]{window: window, max: max, now: time.Now, pending: map[K]*held[K]{}}
 }
 
 // Add holds req until its changes are quiet, then adds it to q.
-func (d *debouncer) Add(req Change, q adder) { d.AddHeld(req, q, 0) }
+func (d *Debouncer[K]) Add(req K, q Adder[K]) { d.AddHeld(req, q, 0) }
 
 // AddHeld is Add, holding req at least hold after its first change (a
 // ReloadPolicy's coalesce), quiet or not.
-func (d *debouncer) AddHeld(req Change, q adder, hold time.Duration) {
+func (d *Debouncer[K]) AddHeld(req K, q Adder[K], hold time.Duration) {
 	if d.window <= 0 && hold <= 0 {
 		q.Add(req)
 		return
@@ -51,7 +55,7 @@ func (d *debouncer) AddHeld(req Change, q adder, hold time.Duration) {
 	now := d.now()
 	h := d.pending[req]
 	if h == nil {
-		h = &held{first: now, q: q}
+		h = &held[K]{first: now, q: q}
 		d.pending[req] = h
 	}
 	h.due = now.Add(d.window)
@@ -68,7 +72,7 @@ func (d *debouncer) AddHeld(req Change, q adder, hold time.Duration) {
 
 // fire hands req to the queue if it is due, or waits again if a later change
 // moved its due time.
-func (d *debouncer) fire(req Change) {
+func (d *Debouncer[K]) fire(req K) {
 	d.mu.Lock()
 	h := d.pending[req]
 	if h == nil {
@@ -86,7 +90,7 @@ func (d *debouncer) fire(req Change) {
 }
 
 // Len returns how many objects have changes held.
-func (d *debouncer) Len() int {
+func (d *Debouncer[K]) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.pending)

@@ -1,4 +1,4 @@
-package controller
+package debounce
 
 import (
 	"sync"
@@ -10,16 +10,16 @@ import (
 
 type recorded struct {
 	mu   sync.Mutex
-	reqs []Request
+	reqs []object.Ref
 }
 
-func (r *recorded) Add(req Request) {
+func (r *recorded) Add(req object.Ref) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = append(r.reqs, req)
 }
 
-func (r *recorded) count(req Request) int {
+func (r *recorded) count(req object.Ref) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -35,8 +35,8 @@ func (r *recorded) count(req Request) int {
 // added only once the burst is quiet; another object's item is its own.
 func TestDebounceBurst(t *testing.T) {
 	q := &recorded{}
-	d := newDebouncer(100*time.Millisecond, time.Hour)
-	a, b := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}, Change{object.Ref{Kind: "Secret", Namespace: "ns", Name: "a"}}
+	d := New[object.Ref](100*time.Millisecond, time.Hour)
+	a, b := object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}, object.Ref{Kind: "Secret", Namespace: "ns", Name: "a"}
 	for range 10 {
 		d.Add(a, q)
 		d.Add(b, q)
@@ -61,8 +61,8 @@ func TestDebounceBurst(t *testing.T) {
 // max, and holds one entry whatever the number of changes.
 func TestDebounceMax(t *testing.T) {
 	q := &recorded{}
-	d := newDebouncer(time.Hour, 100*time.Millisecond)
-	a := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
+	d := New[object.Ref](time.Hour, 100*time.Millisecond)
+	a := object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}
 	deadline := time.Now().Add(5 * time.Second)
 	for q.count(a) < 2 && time.Now().Before(deadline) {
 		d.Add(a, q)
@@ -79,8 +79,8 @@ func TestDebounceMax(t *testing.T) {
 // TestDebounceOff: no window adds at once.
 func TestDebounceOff(t *testing.T) {
 	q := &recorded{}
-	a := Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}}
-	newDebouncer(0, 0).Add(a, q)
+	a := object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a"}
+	New[object.Ref](0, 0).Add(a, q)
 	if q.count(a) != 1 {
 		t.Fatal("not added at once")
 	}
