@@ -1,15 +1,23 @@
 package e2e
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -61,4 +69,137 @@ func TestChangeSetSplitPairFailover(t *testing.T) {
 	g.Expect(eventNote(t, ns, "Deployment", hold.ReasonChangeSetComplete)).To(And(ContainSubstring("ConfigMap user"), ContainSubstring("Secret pass")))
 	g.Expect(eventNote(t, ns, "Deployment", "Restarted")).To(And(ContainSubstring("ConfigMap user"), ContainSubstring("Secret pass")))
 	g.Expect(get(t, &appsv1.Deployment{ObjectMeta: dep.ObjectMeta}).Annotations).NotTo(HaveKey(guard.PendingAnnotation))
+}
+
+// TestChangeSetRelease (issue 30): one release (as `helm upgrade` applies
+// it) writing a ConfigMap, a Secret and then the Deployment's template (a
+// new image), all with one change-set id, rolls the Deployment once: its
+// own new ReplicaSet, none added by watcher, which says so
+// (ChangeSetInRelease). An edit of the ConfigMap by hand afterwards, its id
+// unchanged, restarts as usual. Every setting at its default but the
+// harness's (the debounce of 1s restored).
+func TestChangeSetRelease(t *testing.T) {
+	ns := namespace(t)
+	user, pass := fixture.ConfigMap(ns, "user", map[string]string{"u": "a"}), fixture.Secret(ns, "pass", map[string]string{"p": "a"})
+	user.Annotations = map[string]string{optin.ChangeSet: "1"}
+	pass.Annotations = map[string]string{optin.ChangeSet: "1"}
+	create(t, user)
+	create(t, pass)
+	dep := fixture.Deployment(ns, "app", fixture.EnvFrom("user", "pass"))
+	dep.Spec.Template.Annotations = map[string]string{optin.ChangeSet: "1"}
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	g := NewWithT(t)
+	g.Expect(replicaSets(t, dep)).To(Equal(1))
+
+	// Release 2, in Helm's order: the configuration, then the workload.
+	setAnnotatedData(t, user, "u", "b", "2")
+	setAnnotatedData(t, pass, "p", "b", "2")
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, &appsv1.Deployment{ObjectMeta: dep.ObjectMeta})
+		d.Spec.Template.Annotations[optin.ChangeSet] = "2"
+		d.Spec.Template.Spec.Containers[0].Image = "app:2"
+		return k8s.Update(ctx, d)
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2), "its own rollout")
+	waitRunning(t, dep)
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", controller.ReasonChangeSetInRelease) }, wait).ShouldNot(BeEmpty())
+	g.Consistently(func() int { return replicaSets(t, dep) }, 5*time.Second, 200*time.Millisecond).Should(Equal(2), "watcher added a rollout to the release's")
+
+	setData(t, user, "u", "c") // by hand: the id stays 2
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(3), "a hand edit after the release restarts")
+}
+
+// setAnnotatedData sets key to value and the change-set id to id in a
+// ConfigMap or Secret, in one write.
+func setAnnotatedData(t *testing.T, obj client.Object, key, value, id string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			o.Data[key] = value
+		case *corev1.Secret:
+			o.Data[key] = []byte(value)
+		}
+		ann := obj.GetAnnotations()
+		ann[optin.ChangeSet] = id
+		obj.SetAnnotations(ann)
+		return k8s.Update(ctx, obj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangeSetProducer (issue 30): a Deployment reading two Secrets
+// written by External Secrets (its own CRD; the test writes the status
+// External Secrets would) does not roll for the change of one while the
+// other ExternalSecret reports an error, which a Warning names; when it
+// recovers, the Deployment rolls out once (ReplicaSets).
+func TestChangeSetProducer(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
+		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
+	es := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+			"target":         map[string]any{"name": name},
+			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
+		}}}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"})
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	user, pass := es("user"), es("pass")
+	userSecret, passSecret := fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
+	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
+		create(t, o)
+	}
+	status := func(u *unstructured.Unstructured, ready, reason string) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+				return err
+			}
+			u.Object["status"] = map[string]any{
+				"conditions":            []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": reason, "lastTransitionTime": "2026-01-01T00:00:00Z"}},
+				"syncedResourceVersion": producer.Version(u.GetGeneration(), u.GetLabels(), u.GetAnnotations()),
+			}
+			return k8s.Status().Update(ctx, u)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	status(user, "True", "SecretSynced")
+	status(pass, "True", "SecretSynced")
+	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	dep := fixture.Deployment(ns, "app", spec)
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	g := NewWithT(t)
+
+	status(pass, "False", "SecretSyncedError")
+	setData(t, userSecret, "v", "b")
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonRestartHeld) }, wait).Should(
+		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError")))
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1))
+	status(pass, "True", "SecretSynced")
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2))
+	waitRunning(t, dep)
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
 }
