@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +77,8 @@ func TestChangeSetSplitPairFailover(t *testing.T) {
 // new image), all with one change-set id, rolls the Deployment once: its
 // own new ReplicaSet, none added by watcher, which says so
 // (ChangeSetInRelease). An edit of the ConfigMap by hand afterwards, its id
-// unchanged, restarts as usual. Every setting at its default but the
+// unchanged, restarts as usual; ids that disagree wait for the settle's
+// maximum, then roll once. Every setting at its default but the
 // harness's (the debounce of 1s restored).
 func TestChangeSetRelease(t *testing.T) {
 	ns := namespace(t)
@@ -86,6 +88,7 @@ func TestChangeSetRelease(t *testing.T) {
 	create(t, user)
 	create(t, pass)
 	dep := fixture.Deployment(ns, "app", fixture.EnvFrom("user", "pass"))
+	dep.Annotations = map[string]string{optin.SettleMax: "5s"}
 	dep.Spec.Template.Annotations = map[string]string{optin.ChangeSet: "1"}
 	create(t, dep)
 	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
@@ -112,6 +115,16 @@ func TestChangeSetRelease(t *testing.T) {
 
 	setData(t, user, "u", "c") // by hand: the id stays 2
 	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(3), "a hand edit after the release restarts")
+	waitRunning(t, dep)
+
+	// Ids that disagree: the Secret says 3, the ConfigMap and the template
+	// 2: held (Normal ChangeSetOpen) until its settle's maximum (5s), then
+	// one rollout, with a Warning ChangeSetIncomplete.
+	setAnnotatedData(t, pass, "p", "c", "3")
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonChangeSetOpen) }, wait).Should(ContainSubstring(`waiting for the whole change set "3"`))
+	g.Consistently(func() int { return replicaSets(t, dep) }, 2*time.Second, 200*time.Millisecond).Should(Equal(3))
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(4))
+	g.Expect(eventNote(t, ns, "Deployment", hold.ReasonChangeSetIncomplete)).To(ContainSubstring(`ConfigMap user has "2"`))
 }
 
 // setAnnotatedData sets key to value and the change-set id to id in a
@@ -147,40 +160,13 @@ func TestChangeSetProducer(t *testing.T) {
 	ns := namespace(t)
 	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
 		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
-	es := func(name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
-			"target":         map[string]any{"name": name},
-			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
-		}}}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"})
-		u.SetNamespace(ns)
-		u.SetName(name)
-		return u
-	}
-	user, pass := es("user"), es("pass")
+	user, pass := externalSecret(ns, "user"), externalSecret(ns, "pass")
 	userSecret, passSecret := fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
 	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
 		create(t, o)
 	}
-	status := func(u *unstructured.Unstructured, ready, reason string) {
-		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
-				return err
-			}
-			u.Object["status"] = map[string]any{
-				"conditions":            []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": reason, "lastTransitionTime": "2026-01-01T00:00:00Z"}},
-				"syncedResourceVersion": producer.Version(u.GetGeneration(), u.GetLabels(), u.GetAnnotations()),
-			}
-			return k8s.Status().Update(ctx, u)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	status(user, "True", "SecretSynced")
-	status(pass, "True", "SecretSynced")
+	setStatus(t, user, "Ready=True/SecretSynced")
+	setStatus(t, pass, "Ready=True/SecretSynced")
 	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
@@ -193,13 +179,143 @@ func TestChangeSetProducer(t *testing.T) {
 	waitRunning(t, dep)
 	g := NewWithT(t)
 
-	status(pass, "False", "SecretSyncedError")
+	setStatus(t, pass, "Ready=False/SecretSyncedError")
 	setData(t, userSecret, "v", "b")
 	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonRestartHeld) }, wait).Should(
 		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError")))
 	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1))
-	status(pass, "True", "SecretSynced")
+	setStatus(t, pass, "Ready=True/SecretSynced")
 	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2))
+	waitRunning(t, dep)
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
+}
+
+// externalSecret is an ExternalSecret of ns writing the Secret name, as a
+// user would apply it.
+func externalSecret(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+		"target":         map[string]any{"name": name},
+		"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
+	}}}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"})
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// setStatus writes the status of u through its status subresource, as
+// its controller would, with the conditions conds ("Type=Status/Reason")
+// at generation gen, and, for an ExternalSecret, the version synced now.
+func setStatus(t *testing.T, u *unstructured.Unstructured, conds ...string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return err
+		}
+		var cs []any
+		for _, c := range conds {
+			typ, rest, _ := strings.Cut(c, "=")
+			st, reason, _ := strings.Cut(rest, "/")
+			cs = append(cs, map[string]any{"type": typ, "status": st, "reason": reason, "message": reason,
+				"observedGeneration": u.GetGeneration(), "lastTransitionTime": "2026-01-01T00:00:00Z"})
+		}
+		status := map[string]any{"conditions": cs}
+		if u.GetKind() == "ExternalSecret" {
+			status["syncedResourceVersion"] = producer.Version(u.GetGeneration(), u.GetLabels(), u.GetAnnotations())
+		}
+		u.Object["status"] = status
+		return k8s.Status().Update(ctx, u)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangeSetSiblings (issue 30): with watcher.dev/refresh-siblings, the
+// change of one Secret written by an ExternalSecret makes watcher ask the
+// Deployment's other ExternalSecret to sync (force-sync); the Deployment
+// rolls out once (ReplicaSets), after that sync, carrying both.
+func TestChangeSetSiblings(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
+		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
+	user, pass := externalSecret(ns, "user"), externalSecret(ns, "pass")
+	userSecret, passSecret := fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
+	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
+		create(t, o)
+	}
+	setStatus(t, user, "Ready=True/SecretSynced")
+	setStatus(t, pass, "Ready=True/SecretSynced")
+	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	dep := fixture.Deployment(ns, "app", spec)
+	dep.Annotations = map[string]string{optin.RefreshSiblings: "true"}
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	g := NewWithT(t)
+
+	setData(t, userSecret, "v", "b")
+	g.Eventually(func() map[string]string { return get(t, pass).GetAnnotations() }, wait).Should(HaveKey(producer.ForceSyncAnnotation))
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1), "rolled before the sibling synced")
+	setData(t, passSecret, "v", "b")
+	setStatus(t, pass, "Ready=True/SecretSynced")
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2))
+	waitRunning(t, dep)
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
+	g.Expect(eventNote(t, ns, "Deployment", "Restarted")).To(And(ContainSubstring("Secret user"), ContainSubstring("Secret pass")))
+}
+
+// TestChangeSetCertificates (issue 30): two Certificates of a Deployment
+// (cert-manager's own CRD; the test writes the status cert-manager would)
+// issued 15 s apart roll it out once (ReplicaSets), after the second.
+func TestChangeSetCertificates(t *testing.T) {
+	ns := namespace(t)
+	installCRD(t, filepath.Join(hack(t, "crds.sh", "cert-manager"), "certificate-crd.yaml"),
+		schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "CertificateList"}, ns)
+	crt := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"secretName": name + "-tls", "dnsNames": []any{name + ".example.com"},
+			"issuerRef": map[string]any{"name": "ca", "kind": "Issuer"},
+		}}}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	web, api := crt("web"), crt("api")
+	webTLS, apiTLS := fixture.Secret(ns, "web-tls", map[string]string{"tls.crt": "1"}), fixture.Secret(ns, "api-tls", map[string]string{"tls.crt": "1"})
+	for _, o := range []client.Object{web, api, webTLS, apiTLS} {
+		create(t, o)
+	}
+	setStatus(t, web, "Ready=True/Ready")
+	setStatus(t, api, "Ready=True/Ready")
+	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app"},
+		corev1.Volume{Name: "web", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
+		corev1.Volume{Name: "api", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "api-tls"}}})
+	dep := fixture.Deployment(ns, "app", spec)
+	dep.Annotations = map[string]string{optin.Settle: "20s"}
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	g := NewWithT(t)
+
+	setStatus(t, web, "Ready=True/Ready", "Issuing=True/Renewing")
+	setData(t, webTLS, "tls.crt", "2")
+	setStatus(t, web, "Ready=True/Ready")
+	time.Sleep(15 * time.Second)
+	setStatus(t, api, "Ready=True/Ready", "Issuing=True/Renewing")
+	g.Consistently(func() int { return replicaSets(t, dep) }, 10*time.Second, 200*time.Millisecond).Should(Equal(1), "rolled while the second was issuing")
+	setData(t, apiTLS, "tls.crt", "2")
+	setStatus(t, api, "Ready=True/Ready")
+	g.Eventually(func() int { return replicaSets(t, dep) }, 40*time.Second, 200*time.Millisecond).Should(Equal(2))
 	waitRunning(t, dep)
 	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
 }
