@@ -32,6 +32,18 @@ func (r WorkloadReport) WriteText(w io.Writer) error {
 	if cs := r.ChangeSet; cs != nil {
 		fmt.Fprintf(tw, "Change set:\twaiting since %s (last change %s): %s\n", cs.Opened, cs.Last, strings.Join(cs.Sources, ", "))
 	}
+	var ids []string
+	if r.TemplateChangeSet != "" {
+		ids = append(ids, fmt.Sprintf("pod template %q (recorded %q)", r.TemplateChangeSet, r.RecordedChangeSet))
+	}
+	for _, u := range r.Uses {
+		if u.ChangeSet != "" {
+			ids = append(ids, fmt.Sprintf("%s %s %q", u.Kind, u.Name, u.ChangeSet))
+		}
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(tw, "Change-set ids:\t%s\n", strings.Join(ids, ", "))
+	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(tw, "Changed:\t%s %s, keys: %s\n", c.Kind, c.Name, cause.KeyList(c.Keys))
 	}

@@ -78,6 +78,10 @@ type WorkloadReport struct {
 	// ChangeSet is the change set its restart waits for, as kept on the
 	// workload (docs/change-sets.md); nil when none.
 	ChangeSet *ChangeSet `json:"changeSet,omitempty"`
+	// TemplateChangeSet is its pod template's watcher.dev/change-set id,
+	// and RecordedChangeSet the one recorded with its record.
+	TemplateChangeSet string `json:"templateChangeSet,omitempty"`
+	RecordedChangeSet string `json:"recordedChangeSet,omitempty"`
 }
 
 // ChangeSet is the change set a workload's restart waits for, read from
@@ -165,6 +169,8 @@ type Use struct {
 	StateReason string `json:"stateReason,omitempty"`
 	// Hashes compare, key by key, the record with the object now.
 	Hashes []KeyHash `json:"hashes,omitempty"`
+	// ChangeSet is the object's watcher.dev/change-set id, if any.
+	ChangeSet string `json:"changeSet,omitempty"`
 }
 
 // KeyHash compares one key's recorded and current hash: the first
@@ -203,6 +209,8 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	}
 	rep.OnDelete = workload.OnDelete(obj)
 	rep.ChangeSet = changeSet(obj, &rep.Notes)
+	rep.TemplateChangeSet = optin.TemplateChangeSet(optin.Of(obj))
+	rep.RecordedChangeSet = obj.GetAnnotations()[optin.RecordedChangeSet]
 	rep.Excluded = s.watched(obj)
 	rep.Watched = rep.Excluded == ""
 	if !decidable {
@@ -225,6 +233,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	}
 	for i := range rep.Uses {
 		rep.Uses[i].Hashes = hashes(in, rep.Uses[i])
+		rep.Uses[i].ChangeSet = optin.ChangeSetOf(w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name].Annotations)
 	}
 	rep.Status = status(rep, p)
 	return rep, nil

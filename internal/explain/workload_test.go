@@ -159,6 +159,11 @@ func TestExplainChangeSet(t *testing.T) {
 		Sources: []guard.Source{{Object: object.Ref{Kind: "ConfigMap", Namespace: ns, Name: "app-config"}, Sum: "0123456789abcdef"}}}.
 		Encode(string(s.web.UID), func([]byte) string { return "mac" })
 	s.web.Annotations[optin.Settle] = "1m"
+	s.web.Spec.Template.Annotations = map[string]string{optin.ChangeSet: "8"}
+	s.web.Annotations[optin.RecordedChangeSet] = "7"
+	app := s.configs["ConfigMap/app-config"]
+	app.Annotations = map[string]string{optin.ChangeSet: "8"}
+	s.configs["ConfigMap/app-config"] = app
 	rep, err := explain.ExplainWorkload(set, explain.Workload{Object: s.web, Configs: s.configs})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +173,8 @@ func TestExplainChangeSet(t *testing.T) {
 		t.Errorf("change set (-want +got):\n%s", diff)
 	}
 	var b strings.Builder
-	if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "Change set:  waiting since 2026-11-27T10:00:00Z (last change 2026-11-27T10:00:40Z): ConfigMap app-config") {
+	if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "waiting since 2026-11-27T10:00:00Z (last change 2026-11-27T10:00:40Z): ConfigMap app-config") ||
+		!strings.Contains(b.String(), `pod template "8" (recorded "7"), ConfigMap app-config "8"`) {
 		t.Errorf("text: %v\n%s", err, b.String())
 	}
 	delete(s.web.Annotations, guard.PendingAnnotation)
