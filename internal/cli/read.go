@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/policy"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/sealed"
@@ -197,9 +199,30 @@ func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (r
 	}
 	var notes []string
 	w.Events, notes = r.events(ctx, kind.workload, r.namespace, name)
+	w.Producers = r.producers(ctx, r.namespace)
 	rep, err := explain.ExplainWorkload(s, w)
 	rep.Notes = append(rep.Notes, notes...)
 	return rep, err
+}
+
+// producers reads the producers of the Secrets of namespace, of every kind
+// watcher follows (package producer) whose API is served and which the
+// reader may list, and judges them as the controller does.
+func (r *reader) producers(ctx context.Context, namespace string) []producer.Verdict {
+	var out []producer.Verdict
+	for _, gvk := range producer.Kinds() {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			continue // not served, or not readable: none known
+		}
+		for i := range list.Items {
+			if v, ok := producer.Judge(&list.Items[i]); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // config reads one ConfigMap or Secret: whole when content is true (its

@@ -37,6 +37,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -158,6 +159,10 @@ type Workload struct {
 	Configs map[string]Config
 	// Events are its restarts, any order.
 	Events []Event
+	// Producers are the verdicts on the producers of the Secrets of its
+	// namespace (package producer's Judge), any order; those of the
+	// Secrets it uses are reported.
+	Producers []producer.Verdict
 }
 
 // Path is one place where a workload refers to an object.

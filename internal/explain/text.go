@@ -44,6 +44,9 @@ func (r WorkloadReport) WriteText(w io.Writer) error {
 	if len(ids) > 0 {
 		fmt.Fprintf(tw, "Change-set ids:\t%s\n", strings.Join(ids, ", "))
 	}
+	for _, p := range r.Producers {
+		fmt.Fprintf(tw, "Producer:\t%s %s writes Secret %s: %s (%s) %s\n", p.Kind, p.Name, p.Secret, p.State, p.Reason, p.Message)
+	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(tw, "Changed:\t%s %s, keys: %s\n", c.Kind, c.Name, cause.KeyList(c.Keys))
 	}

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -78,6 +80,9 @@ type WorkloadReport struct {
 	// ChangeSet is the change set its restart waits for, as kept on the
 	// workload (docs/change-sets.md); nil when none.
 	ChangeSet *ChangeSet `json:"changeSet,omitempty"`
+	// Producers are the producers of the Secrets it uses
+	// (docs/change-sets.md): its restart waits for those not current.
+	Producers []Producer `json:"producers,omitempty"`
 	// TemplateChangeSet is its pod template's watcher.dev/change-set id,
 	// and RecordedChangeSet the one recorded with its record.
 	TemplateChangeSet string `json:"templateChangeSet,omitempty"`
@@ -101,6 +106,34 @@ type ChangeSet struct {
 	// SiblingsRefreshed is true once its other ExternalSecrets were asked
 	// to sync for this set.
 	SiblingsRefreshed bool `json:"siblingsRefreshed,omitempty"`
+}
+
+// Producer is a producer of a Secret a workload uses, and its state.
+type Producer struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	// State is Current, Progressing or Failed; Reason and Message are the
+	// evidence.
+	State   string `json:"state"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// producers returns the producers of the Secrets of uses among vs, sorted.
+func producers(uses []Use, vs []producer.Verdict) []Producer {
+	var out []Producer
+	for _, v := range vs {
+		if !slices.ContainsFunc(uses, func(u Use) bool { return u.Kind == v.Source.Kind && u.Name == v.Source.Name }) {
+			continue
+		}
+		out = append(out, Producer{Kind: v.Producer.Kind, Name: v.Producer.Name, Secret: v.Source.Name,
+			State: v.State.String(), Reason: v.Reason, Message: v.Message})
+	}
+	slices.SortFunc(out, func(a, b Producer) int {
+		return cmp.Or(cmp.Compare(a.Secret, b.Secret), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // changeSet reads the change set kept on obj; nil when none.
@@ -202,6 +235,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	g := s.gather(w, origins, &rep.Notes)
 	in := g.in
 	rep.Record, rep.Uses = g.record, g.uses
+	rep.Producers = producers(rep.Uses, w.Producers)
 	decidable := g.ok
 	if s.HashKeyID == "" {
 		decidable = false

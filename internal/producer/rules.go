@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/object"
 )
 
 // rule judges a producer from its trimmed object (Trim).
@@ -56,6 +57,37 @@ var (
 	}
 	kinds = []*kind{externalSecretV1, certificateV1, sealedSecretV1alpha1}
 )
+
+// Kinds returns the kinds of producers followed by informers.
+func Kinds() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k.gvk)
+	}
+	return out
+}
+
+// Judge returns the verdict of u, a producer of one of Kinds as the API
+// server serves it (watcher explain reads them), about the Secret it
+// produces, judged as the Follower judges its cache; ok is false for
+// another kind, or when it produces none.
+func Judge(u *unstructured.Unstructured) (v Verdict, ok bool) {
+	gk := u.GroupVersionKind().GroupKind()
+	for _, k := range kinds {
+		if k.gvk.GroupKind() != gk {
+			continue
+		}
+		target := k.target(u)
+		if target == "" {
+			return Verdict{}, false
+		}
+		state, reason, message := k.current(Trim(k, u))
+		return Verdict{Source: object.Ref{Kind: "Secret", Namespace: u.GetNamespace(), Name: target},
+			Producer: object.Ref{Kind: k.gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()},
+			State:    state, Reason: reason, Message: message}, true
+	}
+	return Verdict{}, false
+}
 
 // Followed tells whether the producers of kind are followed by informers,
 // so that their progress is told (Options.Enqueue); the others (generic

@@ -232,3 +232,26 @@ func TestGeneric(t *testing.T) {
 		})
 	}
 }
+
+// TestJudge: an object of a followed kind, as the API server serves it,
+// is judged as the Follower judges its cache, about the Secret it writes;
+// another kind, or an ExternalSecret writing none, is not judged.
+func TestJudge(t *testing.T) {
+	es := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"namespace": "shop", "name": "db-creds", "generation": int64(2)},
+		"spec":     map[string]any{"target": map[string]any{"name": "db"}},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "SecretSyncedError"}}},
+	}}
+	v, ok := Judge(es)
+	if !ok || v.Source.Name != "db" || v.Producer.Name != "db-creds" || v.State != Failed {
+		t.Errorf("Judge = %+v, %v", v, ok)
+	}
+	if _, ok := Judge(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}); ok {
+		t.Error("a Deployment judged")
+	}
+	_ = unstructured.SetNestedField(es.Object, "None", "spec", "target", "creationPolicy")
+	if _, ok := Judge(es); ok {
+		t.Error("an ExternalSecret writing no Secret judged")
+	}
+}

@@ -184,6 +184,12 @@ func TestChangeSetProducer(t *testing.T) {
 	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonRestartHeld) }, wait).Should(
 		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError")))
 	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1))
+	// watcher explain shows the set waited for and each producer's state.
+	code, out := runWatcher(t, nil, "explain", "deployment/app", "-n", ns, "--watcher-namespace", ns)
+	g.Expect(code).To(BeZero(), out)
+	g.Expect(out).To(And(MatchRegexp(`Change set:\s+waiting since .*: Secret user`),
+		MatchRegexp(`Producer:\s+ExternalSecret pass writes Secret pass: Failed \(ProducerFailed\)`),
+		MatchRegexp(`Producer:\s+ExternalSecret user writes Secret user: Current`)))
 	setStatus(t, pass, "Ready=True/SecretSynced")
 	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2))
 	waitRunning(t, dep)
