@@ -289,3 +289,24 @@ func TestProducing(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingTakesNoSlot: a restart waiting for its change set (or a
+// producer) takes no rollout slot: with one slot, another workload's
+// restart is admitted meanwhile.
+func TestWaitingTakesNoSlot(t *testing.T) {
+	w := guard.NewRollouts(1, 10*time.Minute, true)
+	chain := guard.Chain{guard.Settles{}, guard.Producing{Timeout: time.Minute}, w}
+	settling := req("a/settling", at(time.Second))
+	settling.Settle = guard.Settle{Quiet: time.Minute, Max: 2 * time.Minute, Opened: at(0), Last: at(0)}
+	if v := chain.Check(settling); !v.Hold || v.Reason != guard.ReasonChangeSet {
+		t.Fatalf("settling: %+v", v)
+	}
+	producing := req("b/producing", at(time.Second))
+	producing.Producers = []guard.Producer{{Object: obj("ExternalSecret b/pass"), Source: obj("Secret b/pass")}}
+	if v := chain.Check(producing); !v.Hold || v.Reason != guard.ReasonChangeSet {
+		t.Fatalf("producing: %+v", v)
+	}
+	if v := chain.Check(req("c/web", at(time.Second))); v.Hold {
+		t.Errorf("the one slot was taken by restarts that wait: %+v", v)
+	}
+}
