@@ -34,8 +34,9 @@ import (
 //	                                                this replica was not watching)
 //
 // The changes seen are the flap detector's (every replica sees every
-// change). A set kept is stale once twice its wait has passed since it
-// opened: it belongs to a change restarted or undone long ago.
+// change). A set kept is stale once twice its longest wait (the settle's,
+// or the producers') has passed since it opened: it belongs to a change
+// restarted or undone long ago.
 
 // settle returns the change set of the restart of obj for sources, its
 // settings read from obj (invalid ones reported, and those of its
@@ -72,7 +73,7 @@ func (g *Guards) settle(obj client.Object, policy Settle, sources []guard.Source
 		}
 	}
 	kept, ok := g.pending(obj)
-	if ok && now.After(kept.Opened.Add(2*max(s.Quiet, s.Max))) {
+	if ok && now.After(kept.Opened.Add(2*max(s.Quiet, s.Max, g.cfg.ProducerTimeout))) {
 		ok = false
 	}
 	if ok {
