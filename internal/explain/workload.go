@@ -151,7 +151,11 @@ func changeSet(obj client.Object, notes *[]string) *ChangeSet {
 	cs := &ChangeSet{Opened: p.Opened.Format(time.RFC3339), Last: p.Last.Format(time.RFC3339),
 		Settle: ann[optin.Settle], SettleMax: ann[optin.SettleMax], SiblingsRefreshed: p.Refreshed}
 	for _, src := range p.Sources {
-		cs.Sources = append(cs.Sources, src.Object.Kind+" "+src.Object.Name)
+		name := src.Object.Kind + " " + src.Object.Name
+		if len(src.Keys) > 0 {
+			name += " (keys: " + strings.Join(src.Keys, ", ") + ")"
+		}
+		cs.Sources = append(cs.Sources, name)
 	}
 	return cs
 }

@@ -83,6 +83,9 @@ type Source struct {
 	// Sum is the digest of its content now: a change is a source and a
 	// content.
 	Sum string
+	// Keys are the keys of it that changed, when known (names only; the
+	// pending change set keeps them, the restart state does not).
+	Keys []string
 }
 
 // Request is a restart to admit or hold.

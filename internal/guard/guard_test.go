@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,13 +229,17 @@ func TestSettles(t *testing.T) {
 // workload it was written for, with the installation's key; Holds tells a
 // set that grew or changed content from the same set.
 func TestPendingSigned(t *testing.T) {
-	a := guard.Source{Object: obj("ConfigMap shop/a"), Sum: "0123456789abcdef0123456789abcdef"}
-	b := guard.Source{Object: obj("Secret shop/b"), Sum: "fedcba9876543210fedcba9876543210"}
+	a := guard.Source{Object: obj("ConfigMap shop/a"), Sum: "0123456789abcdef0123456789abcdef", Keys: []string{"user"}}
+	b := guard.Source{Object: obj("Secret shop/b"), Sum: "fedcba9876543210fedcba9876543210", Keys: []string{"password", "token"}}
 	p := guard.Pending{Opened: at(0), Last: at(40 * time.Second), Sources: []guard.Source{a, b}}
 	v := p.Encode("uid-1", sign("k"))
 	got, err := guard.DecodePending(v, "uid-1", sign("k"))
-	if err != nil || !got.Equal(p) || !got.Holds([]guard.Source{a, b}) {
+	if err != nil || !got.Equal(p) || !got.Holds([]guard.Source{a, b}) ||
+		!slices.Equal(got.Sources[0].Keys, a.Keys) || !slices.Equal(got.Sources[1].Keys, b.Keys) {
 		t.Fatalf("DecodePending = %+v, %v", got, err)
+	}
+	if shown, err := guard.ReadPending(v); err != nil || !slices.Equal(shown.Sources[1].Keys, b.Keys) {
+		t.Errorf("ReadPending = %+v, %v", shown, err)
 	}
 	if got.Holds([]guard.Source{a}) || got.Holds([]guard.Source{a, {Object: b.Object, Sum: "0000000000000000"}}) {
 		t.Error("a smaller set, or another content, held as the same change")

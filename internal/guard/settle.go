@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/watcher-dev/watcher/internal/object"
@@ -102,6 +103,7 @@ func (Settles) Check(r Request) Verdict {
 //	opened  when the set opened (Unix seconds)
 //	last    when a source of it last changed
 //	for     its sources and their sums
+//	keys    the keys of each that changed (names only)
 //	ref     the workload's other ExternalSecrets were asked to sync
 //	mac     HMAC of the above, the workload's UID and the hash key
 const PendingAnnotation = "watcher.dev/pending-change"
@@ -119,6 +121,7 @@ type wirePending struct {
 	Opened int64    `json:"opened"`
 	Last   int64    `json:"last"`
 	For    []string `json:"for,omitempty"`
+	Keys   []string `json:"keys,omitempty"`
 	Ref    bool     `json:"ref,omitempty"`
 	MAC    string   `json:"mac"`
 }
@@ -127,11 +130,17 @@ type wirePending struct {
 // signed with sign; its sources are cut to MaxStateSources.
 func (p Pending) Encode(uid string, sign Signer) string {
 	w := wirePending{Opened: p.Opened.Unix(), Last: p.Last.Unix(), Ref: p.Refreshed}
+	keys := false
 	for i, src := range p.Sources {
 		if i == MaxStateSources {
 			break
 		}
 		w.For = append(w.For, encodeSource(src))
+		w.Keys = append(w.Keys, keyList(src.Keys))
+		keys = keys || len(src.Keys) > 0
+	}
+	if !keys {
+		w.Keys = nil
 	}
 	w.MAC = sign(w.payload(uid))
 	b, _ := json.Marshal(w) // numbers and strings always marshal
@@ -148,18 +157,37 @@ func DecodePending(v, uid string, sign Signer) (Pending, error) {
 	if err := json.Unmarshal([]byte(v), &w); err != nil {
 		return Pending{}, fmt.Errorf("parse %s: %w", PendingAnnotation, err)
 	}
-	if len(w.For) > MaxStateSources || !hmac.Equal([]byte(sign(w.payload(uid))), []byte(w.MAC)) {
+	if len(w.For) > MaxStateSources || len(w.Keys) > len(w.For) || !hmac.Equal([]byte(sign(w.payload(uid))), []byte(w.MAC)) {
 		return Pending{}, ErrPendingForged
 	}
 	p := Pending{Opened: time.Unix(w.Opened, 0).UTC(), Last: time.Unix(w.Last, 0).UTC(), Refreshed: w.Ref}
-	for _, f := range w.For {
+	for i, f := range w.For {
 		src, ok := decodeSource(f)
 		if !ok {
 			return Pending{}, fmt.Errorf("parse %s: source %.40q", PendingAnnotation, f)
 		}
+		if i < len(w.Keys) && w.Keys[i] != "" {
+			src.Keys = strings.Split(w.Keys[i], ",")
+		}
 		p.Sources = append(p.Sources, src)
 	}
 	return p, nil
+}
+
+// maxPendingKeys bounds the keys kept per source of a pending set; the
+// rest are counted ("+3").
+const maxPendingKeys = 8
+
+// keyList joins the first maxPendingKeys of keys (names only), cut.
+func keyList(keys []string) string {
+	if len(keys) > maxPendingKeys {
+		keys = append(slices.Clone(keys[:maxPendingKeys]), fmt.Sprintf("+%d", len(keys)-maxPendingKeys))
+	}
+	out := strings.Join(keys, ",")
+	if len(out) > 256 {
+		out = out[:256]
+	}
+	return out
 }
 
 // ReadPending reads the annotation's value without checking its MAC, for
@@ -179,6 +207,9 @@ func ReadPending(v string) (Pending, error) {
 			break
 		}
 		if src, ok := decodeSource(f); ok {
+			if i < len(w.Keys) && w.Keys[i] != "" {
+				src.Keys = strings.Split(w.Keys[i], ",")
+			}
 			p.Sources = append(p.Sources, src)
 		}
 	}

@@ -292,7 +292,7 @@ func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object,
 		} else if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
 			sum = c.New // a SecretProviderClass (package csi): no object in the store
 		}
-		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum})
+		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum, Keys: c.Keys})
 	}
 	req.Settle = g.settle(obj, policy, req.Sources, req.Now, report)
 	g.changeSets(&req.Settle, key, obj, p)
