@@ -130,16 +130,11 @@ type wirePending struct {
 // signed with sign; its sources are cut to MaxStateSources.
 func (p Pending) Encode(uid string, sign Signer) string {
 	w := wirePending{Opened: p.Opened.Unix(), Last: p.Last.Unix(), Ref: p.Refreshed}
-	keys := false
-	for i, src := range p.Sources {
-		if i == MaxStateSources {
-			break
-		}
-		w.For = append(w.For, encodeSource(src))
+	w.For = encodeSources(p.Sources)
+	for _, src := range p.Sources[:len(w.For)] {
 		w.Keys = append(w.Keys, keyList(src.Keys))
-		keys = keys || len(src.Keys) > 0
 	}
-	if !keys {
+	if !slices.ContainsFunc(w.Keys, func(k string) bool { return k != "" }) {
 		w.Keys = nil
 	}
 	w.MAC = sign(w.payload(uid))

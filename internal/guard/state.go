@@ -92,12 +92,7 @@ func (s State) Encode(uid string, sign Signer) string {
 	for _, t := range times {
 		w.Times = append(w.Times, t.Unix())
 	}
-	for i, src := range s.Sources {
-		if i == MaxStateSources {
-			break
-		}
-		w.For = append(w.For, encodeSource(src))
-	}
+	w.For = encodeSources(s.Sources)
 	w.MAC = sign(w.payload(uid))
 	b, _ := json.Marshal(w) // numbers and strings always marshal
 	return string(b)
@@ -145,6 +140,15 @@ func (w wireState) payload(uid string) []byte {
 	c.MAC = ""
 	b, _ := json.Marshal(c)
 	return slices.Concat([]byte("watcher restart state v1\x00"), []byte(uid), []byte{0}, b)
+}
+
+// encodeSources writes the first MaxStateSources of sources (encodeSource).
+func encodeSources(sources []Source) []string {
+	var out []string
+	for _, src := range sources[:min(len(sources), MaxStateSources)] {
+		out = append(out, encodeSource(src))
+	}
+	return out
 }
 
 // encodeSource writes "Kind/namespace/name=sum".

@@ -158,25 +158,7 @@ func setAnnotatedData(t *testing.T, obj client.Object, key, value, id string) {
 // recovers, the Deployment rolls out once (ReplicaSets).
 func TestChangeSetProducer(t *testing.T) {
 	ns := namespace(t)
-	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
-		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
-	user, pass := externalSecret(ns, "user"), externalSecret(ns, "pass")
-	userSecret, passSecret := fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
-	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
-		create(t, o)
-	}
-	setStatus(t, user, "Ready=True/SecretSynced")
-	setStatus(t, pass, "Ready=True/SecretSynced")
-	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
-	}})
-	dep := fixture.Deployment(ns, "app", spec)
-	create(t, dep)
-	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
-	w.WaitReady(t)
-	waitAdopted(t, dep)
-	waitRunning(t, dep)
+	_, pass, userSecret, _, dep := secretPair(t, ns, nil)
 	g := NewWithT(t)
 
 	setStatus(t, pass, "Ready=False/SecretSyncedError")
@@ -244,26 +226,7 @@ func setStatus(t *testing.T, u *unstructured.Unstructured, conds ...string) {
 // rolls out once (ReplicaSets), after that sync, carrying both.
 func TestChangeSetSiblings(t *testing.T) {
 	ns := namespace(t)
-	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
-		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
-	user, pass := externalSecret(ns, "user"), externalSecret(ns, "pass")
-	userSecret, passSecret := fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
-	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
-		create(t, o)
-	}
-	setStatus(t, user, "Ready=True/SecretSynced")
-	setStatus(t, pass, "Ready=True/SecretSynced")
-	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
-	}})
-	dep := fixture.Deployment(ns, "app", spec)
-	dep.Annotations = map[string]string{optin.RefreshSiblings: "true"}
-	create(t, dep)
-	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
-	w.WaitReady(t)
-	waitAdopted(t, dep)
-	waitRunning(t, dep)
+	_, pass, userSecret, passSecret, dep := secretPair(t, ns, map[string]string{optin.RefreshSiblings: "true"})
 	g := NewWithT(t)
 
 	setData(t, userSecret, "v", "b")
@@ -324,4 +287,34 @@ func TestChangeSetCertificates(t *testing.T) {
 	g.Eventually(func() int { return replicaSets(t, dep) }, 40*time.Second, 200*time.Millisecond).Should(Equal(2))
 	waitRunning(t, dep)
 	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
+}
+
+// secretPair creates a Deployment (annotated with annotations) reading the
+// Secrets user and pass, each written by the ExternalSecret of its name
+// (External Secrets' own CRD installed), both synced, and starts watcher
+// with its debounce of 1s; it returns once the Deployment is adopted and
+// running.
+func secretPair(t *testing.T, ns string, annotations map[string]string) (user, pass *unstructured.Unstructured, userSecret, passSecret *corev1.Secret, dep *appsv1.Deployment) {
+	t.Helper()
+	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
+		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
+	user, pass = externalSecret(ns, "user"), externalSecret(ns, "pass")
+	userSecret, passSecret = fixture.Secret(ns, "user", map[string]string{"v": "a"}), fixture.Secret(ns, "pass", map[string]string{"v": "a"})
+	for _, o := range []client.Object{user, pass, userSecret, passSecret} {
+		create(t, o)
+	}
+	setStatus(t, user, "Ready=True/SecretSynced")
+	setStatus(t, pass, "Ready=True/SecretSynced")
+	spec := fixture.PodSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	dep = fixture.Deployment(ns, "app", spec)
+	dep.Annotations = annotations
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	return user, pass, userSecret, passSecret, dep
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/producer"
+	"github.com/watcher-dev/watcher/test/observe"
 )
 
 // TestChangeSet: a workload with watcher.dev/settle reading a ConfigMap
@@ -93,29 +94,8 @@ func TestChangeSetResumed(t *testing.T) {
 // Not parallel: the CRD is cluster-wide.
 func TestChangeSetProducer(t *testing.T) {
 	ns := namespace(t)
-	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
-	es := func(name, target string) *unstructured.Unstructured {
-		return producerObject(externalSecretGVK, ns, name, map[string]any{
-			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
-			"target":         map[string]any{"name": target},
-			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": target}}},
-		})
-	}
-	user, pass := es("user", "user"), es("pass", "pass")
-	userSecret, passSecret := secret(ns, "user", map[string]string{"v": "a"}), secret(ns, "pass", map[string]string{"v": "a"})
-	create(t, user, pass, userSecret, passSecret)
-	synced := func(u *unstructured.Unstructured) {
-		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "SecretSynced")), "syncedResourceVersion": esVersion(t, u)})
-	}
-	synced(user)
-	synced(pass)
-	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
-	}})
-	app := track(t, deployment(ns, "app", spec))
-	startWatcher(t, ns)
-	waitAdopted(t, deployment(ns, "app", spec))
+	sc := newSecretPair(t, ns, nil)
+	pass, userSecret, app, synced := sc.pass, sc.userSecret, sc.app, sc.synced
 
 	setStatus(t, pass, map[string]any{"conditions": conditions(condition("Ready", "False", "SecretSyncedError")), "syncedResourceVersion": esVersion(t, pass)})
 	setSecret(t, userSecret, "v", "b") // External Secrets synced the user
@@ -132,34 +112,13 @@ func TestChangeSetProducer(t *testing.T) {
 // one Secret written by an ExternalSecret makes watcher ask the workload's
 // other ExternalSecret to sync (its force-sync annotation), once, and the
 // workload rolls out once, after that sync, carrying both Secrets' new
-// values; without the annotation, nothing is asked.
+// values.
 //
 // Not parallel: the CRD is cluster-wide.
 func TestChangeSetSiblings(t *testing.T) {
 	ns := namespace(t)
-	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
-	es := func(name string) *unstructured.Unstructured {
-		return producerObject(externalSecretGVK, ns, name, map[string]any{
-			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
-			"target":         map[string]any{"name": name},
-			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
-		})
-	}
-	user, pass := es("user"), es("pass")
-	userSecret, passSecret := secret(ns, "user", map[string]string{"v": "a"}), secret(ns, "pass", map[string]string{"v": "a"})
-	create(t, user, pass, userSecret, passSecret)
-	synced := func(u *unstructured.Unstructured) {
-		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "SecretSynced")), "syncedResourceVersion": esVersion(t, u)})
-	}
-	synced(user)
-	synced(pass)
-	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
-	}})
-	app := track(t, annotated(ns, "app", spec, map[string]string{optin.RefreshSiblings: "true"}))
-	startWatcher(t, ns)
-	waitAdopted(t, deployment(ns, "app", spec))
+	sc := newSecretPair(t, ns, map[string]string{optin.RefreshSiblings: "true"})
+	user, pass, userSecret, passSecret, app, synced := sc.user, sc.pass, sc.userSecret, sc.passSecret, sc.app, sc.synced
 
 	setSecret(t, userSecret, "v", "b") // External Secrets synced the user
 	g := NewWithT(t)
@@ -341,4 +300,44 @@ func TestChangeSetCertificates(t *testing.T) {
 	ready(api)
 	NewWithT(t).Eventually(app.Count, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
 	stayRollouts(t, app, 1)
+}
+
+// secretPair is a workload (annotated with annotations) reading the
+// Secrets user and pass, each written by the ExternalSecret of its name
+// (External Secrets' own CRD installed), both synced, with watcher
+// started and the workload adopted.
+type secretPair struct {
+	user, pass             *unstructured.Unstructured
+	userSecret, passSecret *corev1.Secret
+	app                    *observe.Tracker
+	// synced writes the status External Secrets writes after a sync.
+	synced func(*unstructured.Unstructured)
+}
+
+func newSecretPair(t *testing.T, ns string, annotations map[string]string) secretPair {
+	t.Helper()
+	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
+	es := func(name string) *unstructured.Unstructured {
+		return producerObject(externalSecretGVK, ns, name, map[string]any{
+			"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+			"target":         map[string]any{"name": name},
+			"data":           []any{map[string]any{"secretKey": "v", "remoteRef": map[string]any{"key": name}}},
+		})
+	}
+	sc := secretPair{user: es("user"), pass: es("pass"),
+		userSecret: secret(ns, "user", map[string]string{"v": "a"}), passSecret: secret(ns, "pass", map[string]string{"v": "a"})}
+	create(t, sc.user, sc.pass, sc.userSecret, sc.passSecret)
+	sc.synced = func(u *unstructured.Unstructured) {
+		setStatus(t, u, map[string]any{"conditions": conditions(condition("Ready", "True", "SecretSynced")), "syncedResourceVersion": esVersion(t, u)})
+	}
+	sc.synced(sc.user)
+	sc.synced(sc.pass)
+	spec := podSpec(corev1.Container{Name: "app", Image: "app", EnvFrom: []corev1.EnvFromSource{
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "user"}}},
+		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
+	}})
+	sc.app = track(t, annotated(ns, "app", spec, annotations))
+	startWatcher(t, ns)
+	waitAdopted(t, deployment(ns, "app", spec))
+	return sc
 }
