@@ -81,6 +81,29 @@ and upgrade ask the API server; helm template knows only what
 {{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
 {{- end }}
 
+{{/* "true" where the API server serves MutatingAdmissionPolicy at
+admissionregistration.k8s.io/v1 (Kubernetes 1.36 and later); with helm
+template, pass --api-versions
+admissionregistration.k8s.io/v1/MutatingAdmissionPolicy. */}}
+{{- define "watcher.mutatingPoliciesServed" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
+{{/* "true" when pinned config revisions are installed: pinning.enabled,
+on an API server that serves MutatingAdmissionPolicy (and so
+ValidatingAdmissionPolicy). Only then are the admission policies of
+pinning rendered and the rights to create and patch ConfigMaps and
+Secrets granted; elsewhere watcher finds no policy and keeps pinning off. */}}
+{{- define "watcher.pinning" -}}
+{{- if and .Values.pinning.enabled (include "watcher.mutatingPoliciesServed" .) }}true{{ end }}
+{{- end }}
+
+{{/* The name of the MutatingAdmissionPolicy that pins pods, and of its
+binding. */}}
+{{- define "watcher.pinsPolicy" -}}
+{{- default (printf "%s-pins" (include "watcher.fullname" .)) .Values.pinning.policyName }}
+{{- end }}
+
 {{/* The ServiceAccount's user name, as the API server knows it. */}}
 {{- define "watcher.serviceAccountUser" -}}
 {{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "watcher.serviceAccountName" .) }}
@@ -122,8 +145,11 @@ Events; read, patch (the record), delete and create Jobs (a Job's restart
 re-creates it) while Jobs are watched, else create Jobs with the CronJob
 trigger (get and delete the running ones of a concurrencyPolicy: Replace
 CronJob); Argo Rollouts, ReloadPolicies and the CSI driver's pod statuses
-(with get on pods and ReplicaSets) if enabled. Whether Jobs are watched,
-the trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
+(with get on pods and ReplicaSets) if enabled; with pinning, create and
+patch ConfigMaps and Secrets (their snapshots, and the snapshots' owners:
+the pinning policy of admissionpolicy.yaml admits nothing else) and read
+ReplicaSets and ControllerRevisions. Whether Jobs are watched, the
+trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
 Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
 created. */}}
 {{- define "watcher.workloadRules" -}}
@@ -193,6 +219,14 @@ created. */}}
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+{{- if include "watcher.pinning" . }}
+- apiGroups: [""]
+  resources: [configmaps, secrets]
+  verbs: [create, patch]
+- apiGroups: [apps]
+  resources: [replicasets, controllerrevisions]
+  verbs: [get, list, watch]
+{{- end }}
 {{- if .Values.rbac.reloadPolicies }}
 - apiGroups: [watcher.dev]
   resources: [reloadpolicies]
@@ -244,6 +278,10 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "ON_FAILED_ROLLOUT" .Values.safety.onFailedRollout) }}
 {{- include "watcher.env" (list "PRODUCER_TIMEOUT" .Values.safety.producerTimeout) }}
 {{- include "watcher.env" (list "ON_PRODUCER_TIMEOUT" .Values.safety.onProducerTimeout) }}
+{{- include "watcher.env" (list "PINNING" .Values.pinning.enabled) }}
+{{- if .Values.pinning.enabled }}
+{{- include "watcher.env" (list "PINNING_POLICY" (include "watcher.pinsPolicy" .)) }}
+{{- end }}
 {{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
 {{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
 {{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
