@@ -161,6 +161,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
 		CSI:                csiOpts,
+		Snapshots:          snapshots(o, mgr, hasher),
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Namespace:          o.OwnNamespace(),
 		Own: []object.Ref{
@@ -206,6 +207,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		mgr.Add(publisher),
 		mgr.Add(leaderGauge{needLeader: lease}),
 		mgr.Add(&reporter{store: st, opts: o, log: log}),
+		addOwners(o, mgr, log),
 		mgr.AddHealthzCheck("ping", healthz.Ping),
 		mgr.AddReadyzCheck("caches", func(*http.Request) error {
 			if !st.HasSynced() {

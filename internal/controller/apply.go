@@ -59,7 +59,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 		return nil
 	}
 	req.Evict = w.evicts()                               // kept in its state, for the guards' restore
-	obj, err := r.write(ctx, key, obj, p, strategy, req) // job.go
+	obj, err := r.write(ctx, w, obj, p, strategy, req) // job.go
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)
 	}

@@ -19,7 +19,8 @@ import (
 // kind whose template cannot be changed (a Job), its re-creation
 // (restart.Recreator.Recreate). It returns the workload as the write left
 // it: the new Job after a re-creation.
-func (r *Reconciler) write(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan, s restart.Strategy, req guard.Request) (client.Object, error) {
+func (r *Reconciler) write(ctx context.Context, w *gathered, obj client.Object, p plan.Plan, s restart.Strategy, req guard.Request) (client.Object, error) {
+	key := w.key
 	kind, _ := workload.ByName(key.Kind)
 	if p.Action == plan.Restart && kind.Recreate {
 		if r.recreations == nil {
@@ -29,6 +30,15 @@ func (r *Reconciler) write(ctx context.Context, key workload.Key, obj client.Obj
 		return r.recreations.Recreate(ctx, obj, pt, patch, []byte(r.guards.State(req, &batchv1.Job{})))
 	}
 	patchType, patch := restart.PatchFor(obj, p, r.Config.Hasher.ID(), kind, s, r.guards.State(req, obj))
+	if p.Action == plan.Restart && r.pinning(w) {
+		pins, err := r.pinsFor(ctx, w, obj) // pin.go
+		if err != nil {
+			return obj, err
+		}
+		if patch, err = restart.WithPins(patch, kind, pins); err != nil {
+			return obj, err
+		}
+	}
 	if err := r.Client.Patch(ctx, obj, client.RawPatch(patchType, patch), restart.PatchOptions(s, p)...); err != nil {
 		return obj, r.patchFailed(ctx, key, obj, err)
 	}

@@ -253,6 +253,10 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 		p.Action = plan.Refresh
 		r.inRelease(ctx, w.obj)
 	}
+	p, done, err := r.pinVerdict(ctx, w, p) // pin.go
+	if err != nil || done {
+		return p, err
+	}
 	obj, p, err := r.recreations.Facts(ctx, w.key, w.obj, w.in, p)
 	if err != nil {
 		return plan.Plan{}, err

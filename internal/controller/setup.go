@@ -50,6 +50,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/selection"
 	"github.com/watcher-dev/watcher/internal/served"
+	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/trigger"
@@ -133,6 +134,9 @@ type Config struct {
 	Alerts alert.Notifier
 	// Policies are the ReloadPolicies; nil: none.
 	Policies *Policies
+	// Snapshots, when set (--pinning), makes the snapshots of the
+	// restarts of workloads that pin their config (package pin).
+	Snapshots *snapshot.Maker
 	// CSI, when set, follows the Secrets Store CSI Driver's
 	// SecretProviderClassPodStatuses while their API is served (see
 	// package csi and mounted); New fills its Enqueue.

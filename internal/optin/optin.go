@@ -74,6 +74,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/packed"
+	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
@@ -121,7 +122,7 @@ var selecting = map[refs.Kind][]string{
 // template's annotations.
 var templateKeys = []string{fromTemplate + Auto, fromTemplate + ReloaderAuto, fromTemplate + ConfigMapAuto, fromTemplate + SecretAuto,
 	fromTemplate + ConfigMapReload, fromTemplate + SecretReload, fromTemplate + Search,
-	fromTemplate + SecretProviderClassAuto, fromTemplate + SecretProviderClassReload, fromTemplate + ChangeSet}
+	fromTemplate + SecretProviderClassAuto, fromTemplate + SecretProviderClassReload, fromTemplate + ChangeSet, fromTemplate + pin.PinsAnnotation}
 
 // kinds are the kinds of references, in the order selecting is read.
 var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
@@ -131,7 +132,7 @@ var kinds = []refs.Kind{refs.ConfigMap, refs.Secret, refs.SecretProviderClass}
 // the cache must keep them.
 var (
 	WorkloadKeys = append([]string{Auto, ReloaderAuto, ConfigMapAuto, SecretAuto, ConfigMapReload, SecretReload, Search, ConfigMapExclude, SecretExclude, PausePeriod, Settle, SettleMax, RefreshSiblings, RecordedChangeSet, RolloutStrategy,
-		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude}, templateKeys...)
+		SecretProviderClassAuto, SecretProviderClassReload, SecretProviderClassExclude, pin.Annotation, pin.RolledBackFrom}, templateKeys...)
 	ConfigKeys = []string{Ignore, Match, ChangeSet}
 )
 
@@ -161,14 +162,18 @@ func Effective(own, template map[string]string) map[string]string {
 			out[fromTemplate+k] = v
 		}
 	}
-	if v, ok := template[ChangeSet]; ok {
+	for _, k := range []string{ChangeSet, pin.PinsAnnotation} {
+		v, ok := template[k]
+		if !ok {
+			continue
+		}
 		if out == nil {
-			out = make(map[string]string, len(own)+1)
+			out = make(map[string]string, len(own)+2)
 			for k, v := range own {
 				out[k] = v
 			}
 		}
-		out[fromTemplate+ChangeSet] = v
+		out[fromTemplate+k] = v
 	}
 	if out == nil {
 		return own
@@ -401,6 +406,12 @@ func TemplateChangeSet(ann map[string]string) string {
 		return v
 	}
 	return ""
+}
+
+// TemplatePins returns the pins of the workload's pod template
+// (pin.PinsAnnotation), from the annotations Effective returns.
+func TemplatePins(ann map[string]string) pin.Pins {
+	return pin.Parse(ann[fromTemplate+pin.PinsAnnotation])
 }
 
 // RefreshSiblings, "true" on a workload, asks the other ExternalSecrets

@@ -77,6 +77,15 @@ type Options struct {
 	// or rolls with what has landed.
 	ProducerTimeout   time.Duration
 	OnProducerTimeout string
+	// Pinning lets workloads annotated watcher.dev/pin: "true" pin their
+	// config revisions (package pin); PinningPolicy names the
+	// MutatingAdmissionPolicy (and its binding) that must be installed for
+	// it: without them, pinning stays off.
+	Pinning       bool
+	PinningPolicy string
+	// PinningBudget is the most MiB of new snapshots per namespace per
+	// hour; beyond, restarts leave their sources live; 0: no budget.
+	PinningBudget int
 
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
@@ -182,6 +191,8 @@ func Defaults() *Options {
 		OnFailedRollout:       OnFailedHold,
 		ProducerTimeout:       10 * time.Minute,
 		OnProducerTimeout:     OnFailedContinue,
+		PinningPolicy:         "watcher-pins",
+		PinningBudget:         256,
 		PrintInterval:         100 * time.Second,
 		MetricsAddr:           ":8080",
 		HealthAddr:            ":8081",
@@ -240,6 +251,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(envflag.OneOf(&o.OnFailedRollout, OnFailedHold, OnFailedContinue), "on-failed-rollout", "ON_FAILED_ROLLOUT", "after a failed rollout, hold the other restarts of the same change until it recovers or is released (hold), or go on (continue)")
 	bind(envflag.Duration(&o.ProducerTimeout), "producer-timeout", "PRODUCER_TIMEOUT", "how long a restart waits for the producers of its ConfigMaps and Secrets (an ExternalSecret syncing, a Certificate being issued, a SealedSecret unsealing) to land what they are writing; 0: no bound; a producer reporting an error holds it until it recovers or is released")
 	bind(envflag.OneOf(&o.OnProducerTimeout, OnFailedHold, OnFailedContinue), "on-producer-timeout", "ON_PRODUCER_TIMEOUT", "when producers have not landed by --producer-timeout: restart with what has landed, with a Warning (continue), or hold until they do or a person releases it (hold)")
+
+	bind(envflag.Bool(&o.Pinning), "pinning", "PINNING", `let workloads annotated watcher.dev/pin: "true" pin their config: each restart copies their ConfigMaps and Secrets into immutable snapshots their new pods read, so a rollback brings the config back with the code; needs the chart's pinning admission policies (pinning.enabled)`)
+	fs.Lookup("pinning").NoOptDefVal = "true"
+	bind(envflag.IntRange(&o.PinningBudget, 0, 1<<20, "a number of MiB"), "pinning-budget", "PINNING_BUDGET", "most MiB of new config snapshots per namespace per hour; beyond it, restarts leave their ConfigMaps and Secrets unpinned (live), with a Warning; 0: no budget")
+	bind(envflag.String(&o.PinningPolicy), "pinning-policy", "PINNING_POLICY", "the name of the MutatingAdmissionPolicy, and of its binding, that pins pods at admission; pinning stays off while either is missing")
 
 	bind(envflag.Seconds(&o.PrintInterval, 0), "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")
 	bind(envflag.String(&o.MetricsAddr), "metrics-addr", "METRICS_ADDR", `address of /metrics; "0" disables`)

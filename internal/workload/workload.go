@@ -67,6 +67,10 @@ type Kind struct {
 	// by Argo (spec.restartAt), a CronJob, which has no pods of its own,
 	// and a Job, which is re-created, by their template.
 	Evictable bool
+	// Pinnable is true for a kind whose revisions (ReplicaSets,
+	// ControllerRevisions) keep their pod templates, so that its config
+	// can be pinned to them (package pin).
+	Pinnable bool
 	// NewInformer returns a client-go informer of a typed kind.
 	NewInformer func(kubernetes.Interface, string, internalinterfaces.InformerOptions) toolscache.SharedIndexInformer
 }
@@ -77,6 +81,7 @@ var (
 		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.Deployment) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		Pinnable:    true,
 		Evictable:   true,
 		NewInformer: appsinformers.NewDeploymentInformerWithOptions,
 	}
@@ -84,6 +89,7 @@ var (
 		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		Pinnable:    true,
 		onDelete:    statefulSetOnDelete,
 		Evictable:   true,
 		NewInformer: appsinformers.NewStatefulSetInformerWithOptions,
@@ -92,6 +98,7 @@ var (
 		GVK:         appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
 		Template:    []string{"spec", "template"},
 		typed:       template(func(o *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &o.Spec.Template }),
+		Pinnable:    true,
 		onDelete:    daemonSetOnDelete,
 		Evictable:   true,
 		NewInformer: appsinformers.NewDaemonSetInformerWithOptions,
@@ -124,6 +131,7 @@ var (
 		Optional:    true,
 		Resource:    "rollouts",
 		TemplateRef: []string{"spec", "workloadRef"},
+		Pinnable:    true,
 	}
 )
 

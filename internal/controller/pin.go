@@ -1,0 +1,243 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/metrics"
+	"github.com/watcher-dev/watcher/internal/note"
+	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/slim"
+	"github.com/watcher-dev/watcher/internal/workload"
+)
+
+// Event reasons of pinned config revisions.
+const (
+	ReasonRolledBack     = "RolledBack"
+	ReasonPinsStripped   = "PinsStripped"
+	ReasonPinningOff     = "PinningOff"
+	ReasonPinNameTaken   = "PinNameTaken"
+	ReasonPinBudgetSpent = "PinBudgetSpent"
+)
+
+// pinning reports whether the restarts of w write pins: pinning is on, its
+// kind keeps templates in revisions, it is not in dry-run, its restart
+// changes the template (not evict), and it asks for pinning or its
+// template still has pins (then they are removed).
+func (r *Reconciler) pinning(w *gathered) bool {
+	if r.Config.Snapshots == nil || w.dry != nil {
+		return false
+	}
+	if k, ok := workload.ByName(w.key.Kind); !ok || !k.Pinnable {
+		return false
+	}
+	if _, evicts := w.strategy.(restart.Evict); evicts {
+		return false
+	}
+	ann := optin.Of(w.obj)
+	return pin.Wanted(ann) || len(optin.TemplatePins(ann)) > 0
+}
+
+// pinVerdict acts, before p is applied, on what the template of a
+// workload that pins says (pin.Judge): a rollback is recorded and nothing
+// else done (done); pins stripped are written again by a restart; a
+// restart only to the contents a rollback left (pin.RolledBackFrom) is
+// not made.
+func (r *Reconciler) pinVerdict(ctx context.Context, w *gathered, p plan.Plan) (_ plan.Plan, done bool, _ error) {
+	if !r.pinning(w) {
+		return p, false, nil
+	}
+	ann := optin.Of(w.obj)
+	if !pin.Wanted(ann) {
+		return p, false, nil
+	}
+	template := optin.TemplatePins(ann)
+	switch pin.Judge(template, slim.Labels(w.obj).Get(pin.RevisionLabel)) {
+	case pin.RolledBack:
+		return plan.Plan{}, true, r.rolledBack(ctx, w, template)
+	case pin.Stripped:
+		if p.Action == plan.None || p.Action == plan.Refresh {
+			if p.Record == nil {
+				p.Record = w.in.Recorded
+			}
+			if p.Record != nil {
+				p.Action = plan.Restart
+				r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin",
+					"The pod template lost its pins (%s): restarting once to pin its config again", pin.PinsAnnotation)
+			}
+		}
+	}
+	from := pin.Parse(ann[pin.RolledBackFrom])
+	if p.Action == plan.Restart && len(from) > 0 && r.onlyRolledBackFrom(w.key.Namespace, p, from) {
+		ctrl.LoggerFrom(ctx).Info("Not restarting: the changes are the contents a rollback left; a new content, or removing the annotation, rolls forward",
+			"annotation", pin.RolledBackFrom)
+		return plan.Plan{Action: plan.None}, false, nil
+	}
+	return p, false, nil
+}
+
+// onlyRolledBackFrom reports whether every change of p is a source now at
+// the content (snapshot) from says a rollback left.
+func (r *Reconciler) onlyRolledBackFrom(ns string, p plan.Plan, from pin.Pins) bool {
+	for _, c := range p.Changes {
+		src, ok := pinSource(c.Ref)
+		if !ok {
+			return false
+		}
+		live, ok := r.liveSnapshot(ns, src)
+		if !ok || from[src] != live {
+			return false
+		}
+	}
+	return true
+}
+
+// rolledBack records a native rollback of w, whose template now pins
+// template: the revision it runs (pin.RevisionLabel) and the contents it
+// left (pin.RolledBackFrom), with an Event naming each source's snapshot
+// before and after. One patch; nothing restarts.
+func (r *Reconciler) rolledBack(ctx context.Context, w *gathered, template pin.Pins) error {
+	left := pin.Pins{}
+	var notes []string
+	for _, src := range sortedSources(template) {
+		live, ok := r.liveSnapshot(w.key.Namespace, src)
+		if !ok || live == template[src] {
+			continue
+		}
+		left[src] = live
+		notes = append(notes, fmt.Sprintf("%s %s back to %s from %s", src.Kind, src.Name, template[src], live))
+	}
+	var from any
+	if len(left) > 0 {
+		from = left.String()
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{ // strings always marshal
+		"resourceVersion": w.obj.GetResourceVersion(),
+		"labels":          map[string]string{pin.RevisionLabel: template.Digest()},
+		"annotations":     map[string]any{pin.RolledBackFrom: from},
+	}})
+	if err := r.Client.Patch(ctx, w.obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return r.patchFailed(ctx, w.key, w.obj, err)
+	}
+	metrics.Rollbacks.WithLabelValues(w.key.Kind).Inc()
+	msg := "Rolled back: the pods read their config as pinned by the revision rolled back to"
+	if len(notes) > 0 {
+		msg = note.Join(msg+"; not rolling forward to what it left until it changes again or "+pin.RolledBackFrom+" is removed: ", notes)
+	}
+	ctrl.LoggerFrom(ctx).Info("Rollback seen; recorded, nothing restarted", "sources", len(template), "left", len(left))
+	r.Recorder.Eventf(w.obj, nil, corev1.EventTypeNormal, ReasonRolledBack, "Pin", "%s", note.Truncate(msg))
+	return nil
+}
+
+// pinsFor makes the snapshots of the restart of w (obj, as it will be
+// patched) and returns the pins to write: none when w no longer asks for
+// pinning, or when pinning is not installed (then said in a Warning), so
+// that its pods read the live objects.
+func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object) (pin.Pins, error) {
+	if !pin.Wanted(optin.Of(obj)) {
+		return nil, nil
+	}
+	if err := r.Config.Snapshots.Installed(ctx); err != nil {
+		metrics.PinningAvailable.Set(0)
+		metrics.PinnedRestarts.WithLabelValues("unpinned").Inc()
+		ctrl.LoggerFrom(ctx).Error(err, "Pinning is off")
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinningOff, "Pin", "%s", note.Truncate(err.Error()))
+		return nil, nil
+	}
+	metrics.PinningAvailable.Set(1)
+	var sources []pin.Source
+	for _, ref := range w.in.Refs {
+		if src, ok := pinSource(ref); ok && w.in.Configs[ref.ID()].Present {
+			sources = append(sources, src)
+		}
+	}
+	k, _ := workload.ByName(w.key.Kind)
+	res, err := r.Config.Snapshots.Make(ctx, obj, metav1.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Name()}, sources)
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range sources {
+		if _, ok := res.Pins[src]; ok {
+			how := "reused"
+			if slices.Contains(res.Made, src) {
+				how = "made"
+			}
+			metrics.Snapshots.WithLabelValues(src.Kind, how).Inc()
+		}
+	}
+	outcome := "pinned"
+	if len(res.Taken) > 0 {
+		outcome = "partial"
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinNameTaken, "Pin", "%s",
+			note.Join("Left live, not pinned: the name of its snapshot is taken by an object that is not its snapshot, or the API server refused it: ", names(res.Taken)))
+	}
+	if len(res.OverBudget) > 0 {
+		outcome = "partial"
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinBudgetSpent, "Pin", "%s",
+			note.Join("Left live, not pinned: the namespace's snapshot budget (--pinning-budget) is spent: ", names(res.OverBudget)))
+	}
+	metrics.PinnedRestarts.WithLabelValues(outcome).Inc()
+	return res.Pins, nil
+}
+
+// pinSource is the pin.Source of a reference to a ConfigMap or Secret.
+func pinSource(ref refs.Ref) (pin.Source, bool) {
+	switch ref.Kind {
+	case refs.ConfigMap:
+		return pin.Source{Kind: pin.ConfigMap, Name: ref.Name}, true
+	case refs.Secret:
+		return pin.Source{Kind: pin.Secret, Name: ref.Name}, true
+	}
+	return pin.Source{}, false
+}
+
+// liveSnapshot names the snapshot of src's content now, as the store holds
+// its digest.
+func (r *Reconciler) liveSnapshot(ns string, src pin.Source) (string, bool) {
+	kind := refs.ConfigMap
+	if src.Kind == pin.Secret {
+		kind = refs.Secret
+	}
+	obj, err := r.Store.Get(string(kind), ns, src.Name)
+	if err != nil || obj == nil {
+		return "", false
+	}
+	d, err := hash.FromObject(obj)
+	if err != nil {
+		return "", false
+	}
+	return pin.SnapshotName(src.Name, d.Sum), true
+}
+
+// sortedSources returns the sources of p in order.
+func sortedSources(p pin.Pins) []pin.Source {
+	out := make([]pin.Source, 0, len(p))
+	for s := range p {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b pin.Source) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// names writes sources as "kind name".
+func names(sources []pin.Source) []string {
+	out := make([]string, len(sources))
+	for i, s := range sources {
+		out[i] = s.Kind + " " + s.Name
+	}
+	return out
+}

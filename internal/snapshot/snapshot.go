@@ -1,0 +1,327 @@
+// Package snapshot makes the immutable copies of ConfigMaps and Secrets
+// that pinned workloads read (package pin), and hands each to the
+// revisions that pin it, so that Kubernetes' garbage collector removes it
+// with the last of them. watcher never deletes a snapshot.
+//
+// Making the snapshots of a restart (Maker.Make), per source the workload
+// reads:
+//
+//	source                        what happens
+//	gone                          not pinned: the pods read it live, as before
+//	floats (pin.Floats)           not pinned, reported as floating
+//	snapshot name free            created, owned by the workload
+//	taken by its own snapshot     reused (same content, same name), and
+//	                              owned by the workload too
+//	taken by anything else        not touched; the source is not pinned
+//	                              (Result.Taken), with a Warning
+//	over the namespace's budget   not pinned (Result.OverBudget)
+//
+// A Secret's value passes through memory only while it is copied: it is
+// read, copied into the create request, and dropped; it is never logged,
+// kept or emitted.
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/pin"
+)
+
+// Maker makes snapshots.
+type Maker struct {
+	// Client creates and patches snapshots; Fresh reads sources and
+	// snapshots from the API server (never a cache: a cache of Secrets
+	// would keep their values).
+	Client client.Client
+	Fresh  client.Reader
+	// Hasher digests contents as the store does: a snapshot's name is its
+	// source's name and the digest of its content.
+	Hasher *hash.Hasher
+	// Policy names the MutatingAdmissionPolicy and its binding that pin
+	// pods at admission (Installed).
+	Policy string
+	// Budget is the most bytes of snapshot content made per namespace and
+	// BudgetWindow; 0: no budget.
+	Budget       int64
+	BudgetWindow time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+
+	mu        sync.Mutex
+	checked   time.Time
+	installed error
+	spent     map[string]*spending
+}
+
+// spending is what a namespace's snapshots took in the current window.
+type spending struct {
+	since time.Time
+	bytes int64
+}
+
+// recheck is how long Installed trusts its last answer.
+const recheck = 30 * time.Second
+
+// Installed returns nil when the admission policy and its binding are
+// installed (read at most every 30 s), else why pinning is off.
+func (m *Maker) Installed(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	if !m.checked.IsZero() && now.Sub(m.checked) < recheck {
+		return m.installed
+	}
+	m.checked = now
+	m.installed = nil
+	if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicy{}); err != nil {
+		m.installed = fmt.Errorf("the MutatingAdmissionPolicy %s that pins pods is not there (%w): restarting without pinning", m.Policy, err)
+	} else if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicyBinding{}); err != nil {
+		m.installed = fmt.Errorf("the MutatingAdmissionPolicyBinding %s that pins pods is not there (%w): restarting without pinning", m.Policy, err)
+	}
+	return m.installed
+}
+
+func (m *Maker) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Result is what Make did for one restart.
+type Result struct {
+	// Pins are the sources pinned and their snapshots.
+	Pins pin.Pins
+	// Floating are the sources that stay live, and why.
+	Floating map[pin.Source]string
+	// Taken are the sources whose snapshot's name something else holds;
+	// OverBudget those left live because the namespace's budget is spent.
+	Taken, OverBudget []pin.Source
+	// Made are the pinned sources whose snapshot was made now (the
+	// others' existed: the same content was pinned before).
+	Made []pin.Source
+}
+
+// Make makes (or reuses) the snapshot of each of sources, ConfigMaps and
+// Secrets of owner's namespace, owned by owner (a workload, whose
+// apiVersion and kind are ownerKind's). A transient error of the API
+// server is returned, to try again; what the API server refuses for good
+// leaves that source live.
+func (m *Maker) Make(ctx context.Context, owner client.Object, ownerKind metav1.TypeMeta, sources []pin.Source) (Result, error) {
+	ref := metav1.OwnerReference{APIVersion: ownerKind.APIVersion, Kind: ownerKind.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	res := Result{Pins: pin.Pins{}, Floating: map[pin.Source]string{}}
+	for _, src := range sources {
+		name, why, err := m.one(ctx, owner.GetNamespace(), src, ref)
+		if why == whyMade {
+			res.Made, why = append(res.Made, src), ""
+		}
+		switch {
+		case err != nil:
+			return Result{}, err
+		case why == whyGone:
+			continue
+		case why == whyTaken:
+			res.Taken = append(res.Taken, src)
+		case why == whyBudget:
+			res.OverBudget = append(res.OverBudget, src)
+		case why != "":
+			res.Floating[src] = why
+		case name != "":
+			res.Pins[src] = name
+		}
+	}
+	return res, nil
+}
+
+// Why a source is not pinned, besides pin.Floats' reasons.
+const (
+	whyTaken  = "taken"
+	whyBudget = "budget"
+	whyGone   = "gone"
+	whyMade   = "made" // not a why: made now
+)
+
+// one makes the snapshot of src; it returns its name, or why there is
+// none.
+func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1.OwnerReference) (string, string, error) {
+	live := newOf(src.Kind)
+	if err := m.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.Name}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", whyGone, nil
+		}
+		return "", "", fmt.Errorf("get %s %s/%s: %w", src.Kind, ns, src.Name, err)
+	}
+	if why := pin.Floats(src.Kind, secretType(live), live.GetAnnotations()); why != "" {
+		return "", why, nil
+	}
+	d, err := m.Hasher.OfObject(live)
+	if err != nil {
+		return "", "", err
+	}
+	name := pin.SnapshotName(src.Name, d.Sum)
+	snap := pin.Snapshot(live, name, owner)
+	for range 2 { // a second time if it was collected meanwhile
+		if !m.spend(ns, size(snap)) {
+			return "", whyBudget, nil
+		}
+		err := m.Client.Create(ctx, snap)
+		if err == nil {
+			return name, whyMade, nil
+		}
+		m.refund(ns, size(snap))
+		if !apierrors.IsAlreadyExists(err) {
+			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+				return "", whyTaken, nil
+			}
+			return "", "", fmt.Errorf("create snapshot %s/%s: %w", ns, name, err)
+		}
+		taken, gone, err := m.reuse(ctx, ns, name, src, d.Sum, owner)
+		switch {
+		case err != nil:
+			return "", "", err
+		case taken:
+			return "", whyTaken, nil
+		case !gone:
+			return name, "", nil
+		}
+	}
+	return "", "", fmt.Errorf("snapshot %s/%s: created and collected again", ns, name)
+}
+
+// reuse checks that the object named name is src's snapshot of the
+// content sum and adds owner to its owners. taken: it is something else;
+// gone: it is not there (any more).
+func (m *Maker) reuse(ctx context.Context, ns, name string, src pin.Source, sum string, owner metav1.OwnerReference) (taken, gone bool, err error) {
+	held := newOf(src.Kind)
+	if err := m.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, held); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, true, nil
+		}
+		return false, false, fmt.Errorf("get snapshot %s/%s: %w", ns, name, err)
+	}
+	if !pin.IsSnapshot(held, src) || m.sumOf(held, ns, src) != sum {
+		return true, false, nil
+	}
+	owners, changed := pin.Owned(held.GetOwnerReferences(), owner)
+	if !changed {
+		return false, false, nil
+	}
+	if err := PatchOwners(ctx, m.Client, held, owners); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, true, nil
+		}
+		return false, false, fmt.Errorf("own snapshot %s/%s: %w", ns, name, err)
+	}
+	return false, false, nil
+}
+
+// sumOf digests a snapshot's content as if it were its source's.
+func (m *Maker) sumOf(snap client.Object, ns string, src pin.Source) string {
+	data := map[string][]byte{}
+	kind := "ConfigMap"
+	switch o := snap.(type) {
+	case *corev1.ConfigMap:
+		for k, v := range o.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range o.BinaryData {
+			data[k] = v
+		}
+	case *corev1.Secret:
+		kind, data = "Secret", o.Data
+	}
+	return m.Hasher.Of(hash.Source{Kind: kind, Namespace: ns, Name: src.Name}, data).Sum
+}
+
+// PatchOwners sets the owners of obj, on the condition that obj is still
+// at the version read: the one change watcher makes to a snapshot.
+func PatchOwners(ctx context.Context, c client.Client, obj client.Object, owners []metav1.OwnerReference) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": obj.GetResourceVersion(), "ownerReferences": owners}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// spend counts n bytes against ns's budget; false when they do not fit.
+func (m *Maker) spend(ns string, n int64) bool {
+	if m.Budget <= 0 {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spent == nil {
+		m.spent = map[string]*spending{}
+	}
+	now := m.now()
+	s := m.spent[ns]
+	if s == nil || now.Sub(s.since) >= m.BudgetWindow {
+		s = &spending{since: now}
+		m.spent[ns] = s
+	}
+	if s.bytes+n > m.Budget {
+		return false
+	}
+	s.bytes += n
+	return true
+}
+
+// refund gives back what spend counted for a snapshot not made.
+func (m *Maker) refund(ns string, n int64) {
+	if m.Budget <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.spent[ns]; s != nil {
+		s.bytes -= n
+	}
+}
+
+// size is the bytes of a snapshot's content.
+func size(obj client.Object) int64 {
+	var n int
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		for k, v := range o.Data {
+			n += len(k) + len(v)
+		}
+		for k, v := range o.BinaryData {
+			n += len(k) + len(v)
+		}
+	case *corev1.Secret:
+		for k, v := range o.Data {
+			n += len(k) + len(v)
+		}
+	}
+	return int64(n)
+}
+
+// newOf returns an empty ConfigMap or Secret for kind.
+func newOf(kind string) client.Object {
+	if kind == pin.Secret {
+		return &corev1.Secret{}
+	}
+	return &corev1.ConfigMap{}
+}
+
+// secretType is a Secret's type, "" for a ConfigMap.
+func secretType(obj client.Object) string {
+	if s, ok := obj.(*corev1.Secret); ok {
+		return string(s.Type)
+	}
+	return ""
+}
