@@ -21,8 +21,9 @@ var pinningRights = []string{"configmaps: create,patch", "secrets: create,patch"
 // only with it, on an API server that serves MutatingAdmissionPolicy, are
 // the policy that pins pods (and its binding), the policy that narrows
 // watcher's writes to snapshots, and the rights to create and patch
-// ConfigMaps and Secrets there; watcher gets PINNING and PINNING_POLICY
-// with the value, and the right to read that policy by name. The API
+// ConfigMaps and Secrets there; watcher gets PINNING from the value
+// (PINNING_POLICY and PINNING_BUDGET either way, read only with it) and,
+// with it, the right to read that policy by name. The API
 // server accepts every object rendered with pinning (server-side apply,
 // dry run, no warning).
 func TestPinningChart(t *testing.T) {
@@ -61,7 +62,10 @@ func TestPinningChart(t *testing.T) {
 			g.Expect(rules(g, objs, "Role")).NotTo(ContainElement(MatchRegexp(`^secrets: .*patch`)))
 			d := deployment(t, objs)
 			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING", "false"))
-			g.Expect(envOf(d)).NotTo(HaveKey("PINNING_POLICY"))
+			// The policy's name and the budget are set, as watcher's other
+			// settings are, and read only with PINNING.
+			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING_POLICY", "pc-watcher-pins"))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING_BUDGET", "256"))
 			g.Expect(creates(g, objs)).NotTo(ContainSubstring("snapshot"))
 		}},
 		{"enabled", append([]string{"--set", "pinning.enabled=true"}, servesMutatingPolicies...), func(g Gomega, objs []*unstructured.Unstructured) {

@@ -279,9 +279,8 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "PRODUCER_TIMEOUT" .Values.safety.producerTimeout) }}
 {{- include "watcher.env" (list "ON_PRODUCER_TIMEOUT" .Values.safety.onProducerTimeout) }}
 {{- include "watcher.env" (list "PINNING" .Values.pinning.enabled) }}
-{{- if .Values.pinning.enabled }}
 {{- include "watcher.env" (list "PINNING_POLICY" (include "watcher.pinsPolicy" .)) }}
-{{- end }}
+{{- include "watcher.env" (list "PINNING_BUDGET" .Values.pinning.budget) }}
 {{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
 {{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
 {{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
