@@ -70,6 +70,7 @@ func TestPinningPolicies(t *testing.T) {
 	}
 
 	t.Run("pods", func(t *testing.T) { pinningPods(t, apps) })
+	t.Run("many sources", func(t *testing.T) { pinningManySources(t, apps) })
 	t.Run("snapshots", func(t *testing.T) { pinningSnapshots(t, ns, sa, apps) })
 }
 
@@ -131,6 +132,30 @@ func pinningPods(t *testing.T, apps string) {
 			// once.
 			NewWithT(t).Eventually(got, wait, 200*time.Millisecond).Should(Equal(want))
 		})
+	}
+}
+
+// pinningManySources: a pod pinning 200 sources with long names (more
+// than any workload reads) is within the policy's CEL cost budget, and
+// each is rewritten.
+func pinningManySources(t *testing.T, apps string) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: apps, Name: "many"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	var pins []string
+	for i := range 200 {
+		source := fmt.Sprintf("source-%03d-%s", i, strings.Repeat("n", 50))
+		pins = append(pins, "configmap/"+source+"="+source+"-pin-0123456789abcdef0123")
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: fmt.Sprintf("v%d", i),
+			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}})
+	}
+	pod.Annotations = map[string]string{pinsAnnotation: strings.Join(pins, ",")}
+	if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
+		t.Fatalf("create a pod of 200 pinned sources: %v", err)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if !strings.HasSuffix(v.ConfigMap.Name, "-pin-0123456789abcdef0123") {
+			t.Errorf("volume %s reads %s, not its snapshot", v.Name, v.ConfigMap.Name)
+		}
 	}
 }
 
