@@ -11,8 +11,13 @@ import (
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/test/fixture"
 )
 
 // The names of pinning's contract with watcher (issue 31).
@@ -72,6 +77,66 @@ func TestPinningPolicies(t *testing.T) {
 	t.Run("pods", func(t *testing.T) { pinningPods(t, apps) })
 	t.Run("many sources", func(t *testing.T) { pinningManySources(t, apps) })
 	t.Run("snapshots", func(t *testing.T) { pinningSnapshots(t, ns, sa, apps) })
+	t.Run("watcher", func(t *testing.T) { pinningRuns(t, ns, sa, objs) })
+}
+
+// pinningRuns starts watcher with the environment of the release's
+// Deployment and a token of its ServiceAccount sa, and checks that a
+// pinned restart goes through the chart's rights and policies unrefused:
+// a Deployment reading a ConfigMap and a Secret, both edited, rolls once;
+// its new pods read snapshots watcher made, which end up owned by the new
+// ReplicaSet only.
+func pinningRuns(t *testing.T, ns, sa string, objs []*unstructured.Unstructured) {
+	g := NewWithT(t)
+	apps := namespace(t, "pin-run", nil)
+	d := deployment(t, objs)
+	g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING", "true"))
+	a := newNamedApp(t, apps, "cfg", "web", map[string]string{pin.Annotation: "true"})
+	sec := fixture.Secret(apps, "db", map[string]string{"password": "p1"})
+	g.Expect(k8s.Create(ctx, sec)).To(Succeed())
+	w := startWatcher(t, watcherBin, d, tokenKubeconfig(t, ns, sa), nil)
+	a.waitAdopted(t)
+	// The Deployment reads the Secret too, from its second revision on.
+	patch := client.RawPatch(k8stypes.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"volumes":[{"name":"db","secret":{"secretName":"db"}}]}}}}`))
+	g.Expect(k8s.Patch(ctx, a.dep, patch)).To(Succeed())
+	a.waitRollouts(t, 1)
+	g.Eventually(func() string {
+		r, _ := a.record(t)
+		return r
+	}, wait).Should(ContainSubstring("Secret/db"))
+	a.change(t, "2")
+	setSecret := client.RawPatch(k8stypes.MergePatchType, []byte(`{"stringData":{"password":"p2"}}`))
+	g.Expect(k8s.Patch(ctx, sec, setSecret)).To(Succeed())
+	a.waitRollouts(t, 2)
+	a.stayRollouts(t, 2, 2*time.Second)
+	pins := pin.Parse(get(t, a.dep).Spec.Template.Annotations[pin.PinsAnnotation])
+	g.Expect(pins).To(HaveLen(2))
+	g.Eventually(func() []string {
+		var list corev1.PodList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(apps))).To(Succeed())
+		var reads []string
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil && p.Annotations[pin.PinsAnnotation] != "" {
+				reads = append(reads, p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name+","+p.Spec.Volumes[0].Secret.SecretName)
+			}
+		}
+		return reads
+	}, wait).Should(ConsistOf(pins[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}] + "," + pins[pin.Source{Kind: pin.Secret, Name: "db"}]))
+	g.Eventually(func() []string {
+		var kinds []string
+		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+			name := pins[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+			if _, ok := o.(*corev1.Secret); ok {
+				name = pins[pin.Source{Kind: pin.Secret, Name: "db"}]
+			}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: apps, Name: name}, o)).To(Succeed())
+			for _, r := range o.GetOwnerReferences() {
+				kinds = append(kinds, r.Kind)
+			}
+		}
+		return kinds
+	}, wait).Should(Equal([]string{"ReplicaSet", "ReplicaSet"}), "handed to the new ReplicaSet")
+	noForbidden(t, w)
 }
 
 // Snapshot names: a source's name, -pin- and 20 hex digits.

@@ -9,7 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/pin"
 )
+
+// madeByWatcher is the snapshot watcher makes of a ConfigMap app in
+// namespace apps, owned by its Deployment, as package snapshot sets it.
+func madeByWatcher(apps string) client.Object {
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: apps, Name: "app", Labels: map[string]string{"team": "a"},
+		Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "x"}}, Data: map[string]string{"k": "v"}}
+	snap := pin.Snapshot(src, pin.SnapshotName("app", strings.Repeat("0a", 32)), owner("Deployment"))
+	snap.GetAnnotations()[pin.ChangedBy] = "kubectl-edit,helm"
+	return snap
+}
 
 // pinningSnapshots checks, as watcher's ServiceAccount ns/sa, what the
 // policy <release>-snapshots admits in namespace apps: the creation of
@@ -31,6 +43,7 @@ func pinningSnapshots(t *testing.T, ns, sa, apps string) {
 		obj  client.Object
 	}{
 		{"a ConfigMap snapshot owned by its Deployment", cm(nil)},
+		{"a snapshot as watcher's own code makes it (pin.Snapshot), with who wrote it", madeByWatcher(apps)},
 		{"a Secret snapshot owned by its Deployment", secret(nil)},
 		{"a snapshot owned by ReplicaSets and ControllerRevisions", cm(func(c *corev1.ConfigMap) {
 			c.OwnerReferences = []metav1.OwnerReference{owner("ReplicaSet"), owner("ControllerRevision"), owner("StatefulSet"), owner("DaemonSet")}
