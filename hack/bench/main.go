@@ -183,6 +183,7 @@ func main() {
 		stop()
 		finish(r, err, o.JSONPath, func(w io.Writer) error { return writePinned(w, r) })
 		if !r.ok() {
+			fmt.Fprintln(os.Stderr, "bench: a restart missed or doubled, or a pinned restart without its snapshots handed to a ReplicaSet")
 			os.Exit(1)
 		}
 		return

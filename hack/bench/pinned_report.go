@@ -1,26 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
-
-	"github.com/watcher-dev/watcher/internal/cluster"
 )
 
 // pinnedResult is what the pinned scenario measures: one entry per phase,
@@ -114,92 +101,6 @@ func (s snapshotStats) minus(t snapshotStats) snapshotStats {
 		DataBytes: -t.DataBytes, OwnedByReplicaSets: -t.OwnedByReplicaSets})
 }
 
-// renderPinningPolicy renders the chart with pinning.enabled through the
-// real helm CLI (hack/helm.sh), for the release "watcher" (whose policy
-// name is watcher's --pinning-policy default), and returns its
-// MutatingAdmissionPolicy and binding.
-func renderPinningPolicy() ([]*unstructured.Unstructured, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
-	out, err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Output()
-	if err != nil {
-		return nil, fmt.Errorf("hack/helm.sh: %w", err)
-	}
-	render := exec.Command(strings.TrimSpace(string(out)), "template", "watcher", filepath.Join(root, "deploy", "helm", "watcher"),
-		"--namespace", "watcher", "--set", "pinning.enabled=true", "--show-only", "templates/pinning.yaml",
-		"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
-	var stderr bytes.Buffer
-	render.Stderr = &stderr
-	text, err := render.Output()
-	if err != nil {
-		return nil, fmt.Errorf("helm template: %w: %s", err, stderr.String())
-	}
-	return mutatingPolicies(text)
-}
-
-// mutatingPolicies returns the MutatingAdmissionPolicy and its binding of
-// rendered manifests, and fails unless there is one of each.
-func mutatingPolicies(manifests []byte) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	kinds := map[string]int{}
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("decode rendered chart: %w", err)
-		}
-		switch u.GetKind() {
-		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
-			kinds[u.GetKind()]++
-			objs = append(objs, u)
-		}
-	}
-	if kinds["MutatingAdmissionPolicy"] != 1 || kinds["MutatingAdmissionPolicyBinding"] != 1 {
-		return nil, fmt.Errorf("the chart rendered %d MutatingAdmissionPolicies and %d bindings with pinning.enabled, want 1 each",
-			kinds["MutatingAdmissionPolicy"], kinds["MutatingAdmissionPolicyBinding"])
-	}
-	return objs, nil
-}
-
-// applyObjects creates objs, MutatingAdmissionPolicies and bindings.
-func applyObjects(ctx context.Context, kube *cluster.Cluster, objs []*unstructured.Unstructured) error {
-	dc, err := dynamic.NewForConfig(kube.RESTConfig())
-	if err != nil {
-		return fmt.Errorf("create dynamic client: %w", err)
-	}
-	resources := map[string]string{"MutatingAdmissionPolicy": "mutatingadmissionpolicies", "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings"}
-	for _, u := range objs {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resources[u.GetKind()]}
-		if _, err := dc.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
-	return nil
-}
-
-// moduleRoot walks up from the working directory to the folder of go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run the benchmark from the repository")
-		}
-		dir = parent
-	}
-}
-
 // writePinned prints the phases side by side: latency, snapshots, then the
 // controller's requests by verb and resource, in all and per restart.
 func writePinned(w io.Writer, r *pinnedResult) error {
@@ -255,10 +156,20 @@ func writePinned(w io.Writer, r *pinnedResult) error {
 	return err
 }
 
-// ok tells whether every phase restarted each changed workload once.
+// ok tells whether every phase restarted each changed workload once, and
+// whether the pinned phase made a snapshot of each source it restarted (a
+// ConfigMap and a Secret per restart), each handed to a ReplicaSet: else
+// pinning was off, and the pinned figures would be unpinned ones.
 func (r *pinnedResult) ok() bool {
 	for _, p := range r.Phases {
 		if !p.Correctness.OK() {
+			return false
+		}
+		want := 0
+		if p.Name == pinPhasePinned {
+			want = 2 * p.Correctness.Expected
+		}
+		if p.Snapshots.Objects != want || p.Snapshots.OwnedByReplicaSets != want {
 			return false
 		}
 	}

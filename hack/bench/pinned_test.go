@@ -18,7 +18,7 @@ import (
 func TestPinnedObjects(t *testing.T) {
 	g := NewWithT(t)
 	objs := pinnedObjects(3, 64)
-	g.Expect(objs).To(HaveLen(2 * 3 * 3), "two sets of three Deployments, a ConfigMap and a Secret each")
+	g.Expect(objs).To(HaveLen(2*3*3), "two sets of three Deployments, a ConfigMap and a Secret each")
 	names := map[string]bool{}
 	var deployments []*appsv1.Deployment
 	for _, o := range objs {
@@ -133,8 +133,14 @@ func TestWritePinned(t *testing.T) {
 	} {
 		g.Expect(out).To(ContainSubstring(want))
 	}
+	r.Phases[1].Snapshots.OwnedByReplicaSets--
+	g.Expect(r.ok()).To(BeFalse(), "a snapshot not handed over")
+	r.Phases[1].Snapshots.OwnedByReplicaSets++
 	r.Phases[1].Correctness.Missed = 1
-	g.Expect(r.ok()).To(BeFalse())
+	g.Expect(r.ok()).To(BeFalse(), "a restart missed")
+	r.Phases[1].Correctness.Missed = 0
+	r.Phases[1].Snapshots = snapshotStats{}
+	g.Expect(r.ok()).To(BeFalse(), "pinning off: no snapshot")
 }
 
 func TestValidatePinned(t *testing.T) {
