@@ -29,6 +29,13 @@ var (
 		Help: "Snapshots of ConfigMaps and Secrets used by pinned restarts, by kind and whether made or reused.",
 	}, []string{"kind", "how"})
 
+	// UnpinnedPods counts the pods of pinned revisions that came up
+	// unpinned (the admission policy did not run for them).
+	UnpinnedPods = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "watcher_unpinned_pods_total",
+		Help: "Pods of pinned revisions that came up unpinned, reading the live ConfigMaps and Secrets (the admission policy did not run for them).",
+	})
+
 	// Rollbacks counts the native rollbacks of pinned workloads seen, by
 	// workload kind.
 	Rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -38,5 +45,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(PinningAvailable, PinnedRestarts, Snapshots, Rollbacks)
+	ctrlmetrics.Registry.MustRegister(PinningAvailable, PinnedRestarts, Snapshots, Rollbacks, UnpinnedPods)
 }

@@ -69,6 +69,9 @@ const (
 	SnapshotLabel = "watcher.dev/snapshot"
 	// SnapshotOf, on a snapshot, names its source ("configmap/name").
 	SnapshotOf = "watcher.dev/snapshot-of"
+	// Admitted, "true" on a pod, is written by the admission policy that
+	// pinned it: a pod of a pinned revision without it came up unpinned.
+	Admitted = "watcher.dev/pins-admitted"
 	// ChangedBy, on a snapshot, names the field managers that last wrote
 	// its source's content before it was copied, comma-separated.
 	ChangedBy = "watcher.dev/changed-by"

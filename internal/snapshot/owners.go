@@ -1,25 +1,31 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/pin"
 )
 
@@ -45,6 +51,11 @@ type Owners struct {
 	Metadata metadata.Interface
 	// Log is for what cannot be done.
 	Log logr.Logger
+	// Recorder says, on the workload, that pods of a pinned revision came
+	// up unpinned; CheckAfter is how long after a revision is handed its
+	// pods are looked at (0: 10s).
+	Recorder   events.EventRecorder
+	CheckAfter time.Duration
 
 	mu        sync.Mutex
 	done      map[types.UID]bool
@@ -52,6 +63,7 @@ type Owners struct {
 	// snapshots are the snapshots' metadata, by kind (pin.ConfigMap,
 	// pin.Secret).
 	snapshots map[string]toolscache.Store
+	q         workqueue.TypedRateLimitingInterface[revision]
 }
 
 // revisionKinds are the revisions that can pin.
@@ -78,6 +90,10 @@ type revision struct {
 	// uid is a revision's, as last seen (a revision queued again by an
 	// update while handed is not read again).
 	uid types.UID
+	// pods, for resource "pods", selects the pods of a revision, and
+	// workload is its controller (pods to look at: unpinned).
+	pods     string
+	workload metav1.OwnerReference
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: any
@@ -90,6 +106,7 @@ func (o *Owners) Start(ctx context.Context) error {
 	o.done = map[types.UID]bool{}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[revision](100*time.Millisecond, time.Minute))
 	defer q.ShutDown()
+	o.q = q
 	revisions := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, metav1.NamespaceAll, func(lo *metav1.ListOptions) {
 		lo.LabelSelector = pin.PinnedLabel + "=true"
 	})
@@ -269,6 +286,8 @@ func (o *Owners) hand(ctx context.Context, r revision) (types.UID, error) {
 		kind     string
 	)
 	switch r.resource {
+	case "pods":
+		return "", o.unpinned(ctx, r)
 	case "configmaps", "secrets":
 		return "", o.handBack(ctx, r)
 	case "replicasets":
@@ -299,10 +318,14 @@ func (o *Owners) hand(ctx context.Context, r revision) (types.UID, error) {
 		return meta.UID, nil
 	}
 	self := metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: meta.Name, UID: meta.UID}
-	for src, name := range pin.Parse(template[pin.PinsAnnotation]) {
+	pins := pin.Parse(template[pin.PinsAnnotation])
+	for src, name := range pins {
 		if err := o.handOne(ctx, r.namespace, src, name, self, string(owner.UID)); err != nil {
 			return "", err
 		}
+	}
+	if sel := podsOf(kind, meta); len(pins) > 0 && sel != "" && o.q != nil {
+		o.q.AddAfter(revision{resource: "pods", namespace: r.namespace, name: meta.Name, pods: sel, workload: *owner}, cmp.Or(o.CheckAfter, 10*time.Second))
 	}
 	return meta.UID, nil
 }
@@ -327,6 +350,62 @@ func (o *Owners) handBack(ctx context.Context, r revision) error {
 	}
 	return nil
 }
+
+// podsOf returns the label selector of the pods of a revision: a
+// ReplicaSet's by its pod-template-hash; a ControllerRevision's by
+// controller-revision-hash, which is its name (StatefulSet) or its hash
+// label (DaemonSet).
+func podsOf(kind string, meta metav1.ObjectMeta) string {
+	if kind == "ReplicaSet" {
+		if h := meta.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
+			return appsv1.DefaultDeploymentUniqueLabelKey + "=" + h
+		}
+		return ""
+	}
+	values := []string{meta.Name}
+	if h := meta.Labels[appsv1.ControllerRevisionHashLabelKey]; h != "" && h != meta.Name {
+		values = append(values, h)
+	}
+	return appsv1.ControllerRevisionHashLabelKey + " in (" + strings.Join(values, ",") + ")"
+}
+
+// unpinned looks at the pods of the pinned revision r: those the
+// admission policy did not mark (pin.Admitted) came up reading the live
+// objects. It says so on the workload (Warning PodsUnpinned) and counts
+// them. Without the right to list pods it says nothing.
+func (o *Owners) unpinned(ctx context.Context, r revision) error {
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
+	sel, err := labels.Parse(r.pods)
+	if err != nil {
+		return nil
+	}
+	if err := o.Fresh.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if apierrors.IsForbidden(err) {
+			o.Log.V(1).Info("Cannot list pods: pods that came up unpinned are not looked for", "namespace", r.namespace)
+			return nil
+		}
+		return err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Annotations[pin.PinsAnnotation] != "" && p.Annotations[pin.Admitted] != "true" {
+			n++
+		}
+	}
+	if n == 0 || o.Recorder == nil {
+		return nil
+	}
+	metrics.UnpinnedPods.Add(float64(n))
+	w := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: r.workload.APIVersion, Kind: r.workload.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.workload.Name, UID: r.workload.UID}}
+	o.Recorder.Eventf(w, nil, corev1.EventTypeWarning, ReasonPodsUnpinned, "Pin",
+		"%d pods of revision %s came up unpinned, reading the live ConfigMaps and Secrets: the admission policy that pins pods did not run for them (deleted, or its binding does not match)", n, r.name)
+	return nil
+}
+
+// ReasonPodsUnpinned says that pods of a pinned revision came up unpinned.
+const ReasonPodsUnpinned = "PodsUnpinned"
 
 // handOne makes rev an owner of the snapshot ns/name of src in place of the
 // workload whose UID is workload.

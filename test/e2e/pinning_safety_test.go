@@ -22,6 +22,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
 
@@ -157,7 +158,8 @@ func TestPinnedGitOps(t *testing.T) {
 
 // TestPinnedRefusals (issue 31): with the policy's binding deleted,
 // pinning is off: the next restart is made unpinned (its pods read the
-// live objects) with a Warning and the metric at 0; a snapshot's name
+// live objects) with a Warning and the metric at 0, and pods of a pinned
+// revision that come up then are reported unpinned; a snapshot's name
 // taken by another object leaves that object untouched and its source
 // live, with a Warning.
 func TestPinnedRefusals(t *testing.T) {
@@ -203,6 +205,15 @@ func TestPinnedRefusals(t *testing.T) {
 	g.Expect(metric(s.w.Metrics(t), "watcher_pinning_available")).To(BeZero())
 	waitRunning(t, s.dep)
 	g.Eventually(func() []string { return s.podsRead(t) }, wait).Should(HaveEach("app,db"))
+
+	// Pods of a pinned revision created while the policy does not run come
+	// up unpinned: watcher says so.
+	hand := fixture.Deployment(s.ns, "hand", fixture.EnvFrom("app", ""))
+	hand.Spec.Template.Annotations = map[string]string{pin.PinsAnnotation: "configmap/app=app-pin-00000000000000000000"}
+	hand.Spec.Template.Labels[pin.PinnedLabel] = "true"
+	create(t, hand)
+	g.Eventually(func() []string { return eventNotesOn(t, s.ns, "hand", snapshot.ReasonPodsUnpinned) }, wait).Should(ContainElement(ContainSubstring("came up unpinned")))
+	g.Expect(metric(s.w.Metrics(t), "watcher_unpinned_pods_total")).To(BeNumerically(">=", 1))
 }
 
 // revisionOf returns the revision of Deployment d.

@@ -147,8 +147,9 @@ trigger (get and delete the running ones of a concurrencyPolicy: Replace
 CronJob); Argo Rollouts, ReloadPolicies and the CSI driver's pod statuses
 (with get on pods and ReplicaSets) if enabled; with pinning, create and
 patch ConfigMaps and Secrets (snapshots, and their owners: the policy
-<fullname>-snapshots of pinning.yaml admits nothing else) and read
-ReplicaSets and ControllerRevisions. Whether Jobs are watched, the
+<fullname>-snapshots of pinning.yaml admits nothing else), read
+ReplicaSets and ControllerRevisions, and list pods (metadata, to find
+those of a pinned revision that came up unpinned). Whether Jobs are watched, the
 trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
 Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
 created. */}}
@@ -226,6 +227,9 @@ created. */}}
 - apiGroups: [apps]
   resources: [replicasets, controllerrevisions]
   verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
 {{- end }}
 {{- if .Values.rbac.reloadPolicies }}
 - apiGroups: [watcher.dev]
