@@ -46,11 +46,18 @@ const (
 	cmdKey       = "key"
 	cmdKeyDerive = "key derive"
 	cmdMigrate   = "migrate"
+	cmdHistory   = "history"
+	cmdRollback  = "rollback"
+	cmdStale     = "stale"
 )
 
 // IsCommand tells whether arg names one of the commands.
 func IsCommand(arg string) bool {
-	return arg == cmdGraph || arg == cmdExplain || arg == cmdKey || arg == cmdMigrate
+	switch arg {
+	case cmdGraph, cmdExplain, cmdKey, cmdMigrate, cmdHistory, cmdRollback, cmdStale:
+		return true
+	}
+	return false
 }
 
 // IsPlugin tells whether the binary was started as a kubectl plugin, from
@@ -76,14 +83,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name, rest = cmdKeyDerive, args[3:]
 	}
 	if name == "" {
-		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %s key derive -n NAMESPACE [--write] [flags]\n  %s migrate [-n NAMESPACE] [--deployment NAME] [--compare [--since 1h]] [-o text|json] [flags]\n\nRun '%s explain --help' or '%s migrate --help' for the flags.\n", prog, prog, prog, prog, prog, prog)
+		fmt.Fprintf(stderr, "Usage:\n  %[1]s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %[1]s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %[1]s key derive -n NAMESPACE [--write] [flags]\n  %[1]s migrate [-n NAMESPACE] [--deployment NAME] [--compare [--since 1h]] [-o text|json] [flags]\n"+
+			"  %[1]s history KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %[1]s rollback KIND/NAME --to-revision N [-n NAMESPACE] [--dry-run] [flags]\n  %[1]s stale [-n NAMESPACE | -A] [-o text|json] [flags]\n\nRun '%[1]s COMMAND --help' for the flags.\n", prog)
 		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
 			return 0
 		}
 		return 2
 	}
-	if name == cmdMigrate {
+	switch name {
+	case cmdMigrate:
 		return runMigrate(ctx, prog, rest, stdout, stderr)
+	case cmdHistory, cmdRollback:
+		return runRevisionCommand(ctx, prog, name, rest, stdout, stderr)
 	}
 	c := newCommand(prog, name, stderr)
 	err := c.flags.Parse(rest)
