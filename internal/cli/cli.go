@@ -170,6 +170,8 @@ func newCommand(prog, name string, stderr io.Writer) *command {
 	case cmdGraph:
 		formats = "text, json or dot"
 		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	case cmdStale:
+		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	case cmdExplain:
 		fs.StringVar(&c.explainKey, "explain-key", "", "the key of the namespace explained, as watcher key derive prints it (better: $"+explainKeyEnv+")")
 	case cmdKeyDerive:
@@ -201,6 +203,15 @@ func (c *command) usage(w io.Writer) {
 			"this needs to read): with it, watcher explain compares the hashes of that\n"+
 			"namespace, and of no other. --write puts it in the Secret --explain-key-secret\n"+
 			"of the namespace instead, where explain finds it.\n\n", c.prog)
+	case cmdStale:
+		fmt.Fprintf(w, "Usage: %s stale [-n NAMESPACE | -A] [-o text|json] [flags]\n\n"+
+			"Every workload whose pods run configuration older than the current one, since\n"+
+			"when and why (rolled back, not watched, opted out, held, failed, OnDelete, not\n"+
+			"restarted yet): those explain would restart, and those whose template pins a\n"+
+			"snapshot that is not their source's content now. Records are compared with the\n"+
+			"key of each namespace (the Secret --explain-key-secret, else the installation's\n"+
+			"hash key Secret); without one, only pinned workloads are checked. Prints key\n"+
+			"names, never a value.\n\n", c.prog)
 	default:
 		fmt.Fprintf(w, "Usage: %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\n"+
 			"What watcher does with a workload (Deployment, StatefulSet, DaemonSet, CronJob,\n"+
@@ -236,8 +247,10 @@ func (c *command) validate() error {
 			}
 		}
 	}
-	if c.name == cmdGraph {
-		formats = append(formats, "dot")
+	if c.name == cmdGraph || c.name == cmdStale {
+		if c.name == cmdGraph {
+			formats = append(formats, "dot")
+		}
 		if c.flags.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", c.flags.Arg(0))
 		}
@@ -307,7 +320,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return c.derive(ctx, r, out)
 	}
 	ns := r.namespace
-	if c.name == cmdGraph && c.allNamespaces {
+	if (c.name == cmdGraph || c.name == cmdStale) && c.allNamespaces {
 		ns = metav1.NamespaceAll
 	}
 	policies, err := r.policies(ctx, ns, c.stderr)
@@ -320,6 +333,9 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	}
 	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*packed.Object{}}
 	s.NamespaceLabels = (&namespaceLabels{ctx: ctx, c: r.c, warn: c.stderr, prog: c.prog, read: map[string]map[string]string{}}).get
+	if c.name == cmdStale {
+		return c.stale(ctx, r, s, out)
+	}
 	if c.name == cmdGraph {
 		g, err := r.graph(ctx, s, c.allNamespaces)
 		if err != nil {

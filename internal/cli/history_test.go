@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"reflect"
@@ -194,6 +196,34 @@ func TestControlledBy(t *testing.T) {
 		obj := &metav1.ObjectMeta{OwnerReferences: tt.refs}
 		if got := controlledBy(obj, owner); got != tt.want {
 			t.Errorf("controlledBy(%v) = %v", tt.refs, got)
+		}
+	}
+}
+
+// TestRevisionCommandsUsage: what history, rollback and stale say, and
+// their exit codes, before they connect to anything.
+func TestRevisionCommandsUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"kubectl-watcher", "--help"}, 0, "kubectl watcher rollback KIND/NAME --to-revision N"},
+		{[]string{"watcher", "history", "--help"}, 0, "never a value"},
+		{[]string{"watcher", "history"}, 2, "want one KIND/NAME"},
+		{[]string{"watcher", "history", "deploy/web", "-o", "dot"}, 2, `invalid --output "dot"`},
+		{[]string{"watcher", "rollback", "--help"}, 0, "keeps the\ncurrent image"},
+		{[]string{"watcher", "rollback", "deploy/web"}, 2, "want --to-revision N"},
+		{[]string{"watcher", "rollback", "deploy/web", "--to-revision", "0"}, 2, "want --to-revision N"},
+		{[]string{"watcher", "stale", "--help"}, 0, "since\nwhen and why"},
+		{[]string{"watcher", "stale", "deploy/web"}, 2, `unexpected argument "deploy/web"`},
+		{[]string{"watcher", "stale", "-A", "-o", "dot"}, 2, `invalid --output "dot": want text, json`},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), tt.args, &out, &errOut)
+		if code != tt.code || !strings.Contains(errOut.String(), tt.out) {
+			t.Errorf("Main(%q) = %d, %q; want %d and %q", tt.args, code, errOut.String(), tt.code, tt.out)
 		}
 	}
 }
