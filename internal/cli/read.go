@@ -247,6 +247,9 @@ func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name str
 		return cfg
 	}
 	cfg.Found, cfg.Annotations, cfg.Labels = true, obj.GetAnnotations(), obj.GetLabels()
+	if sec, ok := obj.(*corev1.Secret); ok {
+		cfg.Type = string(sec.Type)
+	}
 	cfg.SealedSecret = sealed.Owner(obj)
 	ws := attribution.Of(obj)
 	cfg.ChangedBy = attribution.Changed(ws, ws) // none moved: the newest writers

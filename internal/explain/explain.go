@@ -131,6 +131,8 @@ type Config struct {
 	// Annotations and Labels are the object's, for the rules and the
 	// config selector.
 	Annotations, Labels map[string]string
+	// Type is a Secret's type (for what floats, package pin).
+	Type string
 }
 
 // ID returns "Kind/name", as refs.Ref.ID.

@@ -97,6 +97,16 @@ func writeUse(w io.Writer, u Use) {
 	fmt.Fprintf(w, "  %s %s (%s)\n", u.Kind, u.Name, state)
 	fmt.Fprintf(w, "    %s; %s\n", verdictText(u.Verdict, u.Rule), readsText(u.AllKeys, u.Keys, u.Required, u.Optional))
 	fmt.Fprintf(w, "    found by: %s\n", strings.Join(u.Sources, ", "))
+	if p := u.Pin; p != nil {
+		switch p.State {
+		case PinPinned:
+			fmt.Fprintf(w, "    pinned: the pods read snapshot %s\n", p.Snapshot)
+		case PinFloating:
+			fmt.Fprintf(w, "    floating: the pods read it live (%s)\n", p.Reason)
+		default:
+			fmt.Fprintf(w, "    pinned from the next restart on\n")
+		}
+	}
 	for _, p := range u.Paths {
 		fmt.Fprintf(w, "    via %s\n", pathText(p))
 	}

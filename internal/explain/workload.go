@@ -208,6 +208,9 @@ type Use struct {
 	Hashes []KeyHash `json:"hashes,omitempty"`
 	// ChangeSet is the object's watcher.dev/change-set id, if any.
 	ChangeSet string `json:"changeSet,omitempty"`
+	// Pin says, for a workload that pins its config (package pin), whether
+	// it is pinned (and to which snapshot) or floats (and why).
+	Pin *Pin `json:"pin,omitempty"`
 }
 
 // KeyHash compares one key's recorded and current hash: the first
@@ -272,6 +275,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	for i := range rep.Uses {
 		rep.Uses[i].Hashes = hashes(in, rep.Uses[i])
 		rep.Uses[i].ChangeSet = optin.ChangeSetOf(w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name].Annotations)
+		rep.Uses[i].Pin = pinOf(obj, rep.Uses[i], w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name])
 	}
 	rep.Status = status(rep, p)
 	return rep, nil

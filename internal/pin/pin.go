@@ -69,6 +69,9 @@ const (
 	SnapshotLabel = "watcher.dev/snapshot"
 	// SnapshotOf, on a snapshot, names its source ("configmap/name").
 	SnapshotOf = "watcher.dev/snapshot-of"
+	// ChangedBy, on a snapshot, names the field managers that last wrote
+	// its source's content before it was copied, comma-separated.
+	ChangedBy = "watcher.dev/changed-by"
 )
 
 // Source is a ConfigMap or Secret of the workload's namespace.

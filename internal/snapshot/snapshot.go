@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/pin"
 )
@@ -72,10 +74,10 @@ type spending struct {
 }
 
 // recheck is how long Installed trusts its last answer.
-const recheck = 30 * time.Second
+const recheck = 10 * time.Second
 
 // Installed returns nil when the admission policy and its binding are
-// installed (read at most every 30 s), else why pinning is off.
+// installed (read at most every 10 s), else why pinning is off.
 func (m *Maker) Installed(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -172,6 +174,9 @@ func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1
 	}
 	name := pin.SnapshotName(src.Name, d.Sum)
 	snap := pin.Snapshot(live, name, owner)
+	if by := lastWriters(live); by != "" {
+		snap.GetAnnotations()[pin.ChangedBy] = by
+	}
 	for range 2 { // a second time if it was collected meanwhile
 		if !m.spend(ns, size(snap)) {
 			return "", whyBudget, nil
@@ -308,6 +313,19 @@ func size(obj client.Object) int64 {
 		}
 	}
 	return int64(n)
+}
+
+// lastWriters names the field managers of obj's last write of its
+// content, comma-separated ("" when unknown).
+func lastWriters(obj client.Object) string {
+	ws := attribution.FromManagedFields(obj.GetManagedFields())
+	var out []string
+	for _, w := range ws {
+		if w.Time.Equal(ws[0].Time) {
+			out = append(out, w.Manager)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // newOf returns an empty ConfigMap or Secret for kind.

@@ -74,6 +74,7 @@ var securityValueSets = []struct {
 	{name: "evict and csi", args: []string{"--set", "restart.strategy=evict", "--set", "csi.enabled=true", "--set", "discovery.namespaceSelector=team=a"}},
 	{name: "pod eviction", args: []string{"--set", "rbac.podEviction=true"}},
 	{name: "refresh siblings", args: []string{"--set", "rbac.refreshSiblings=true"}},
+	{name: "pinning", args: []string{"--set", "pinning.enabled=true", "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"}},
 	{name: "jobs ignored, trigger", args: []string{"--set", "discovery.ignoreWorkloadKinds={Job}", "--set", "restart.cronjobTrigger=true"}},
 	{name: "jobs ignored", args: []string{"--set", "discovery.ignoreWorkloadKinds={Job}"}},
 	{name: "optional off, no lock", args: []string{"--set", "rbac.argoRollouts=false", "--set", "rbac.sealedSecrets=false", "--set", "rbac.producers=false",

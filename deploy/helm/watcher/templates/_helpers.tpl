@@ -146,8 +146,8 @@ re-creates it) while Jobs are watched, else create Jobs with the CronJob
 trigger (get and delete the running ones of a concurrencyPolicy: Replace
 CronJob); Argo Rollouts, ReloadPolicies and the CSI driver's pod statuses
 (with get on pods and ReplicaSets) if enabled; with pinning, create and
-patch ConfigMaps and Secrets (their snapshots, and the snapshots' owners:
-the pinning policy of admissionpolicy.yaml admits nothing else) and read
+patch ConfigMaps and Secrets (snapshots, and their owners: the policy
+<fullname>-snapshots of pinning.yaml admits nothing else) and read
 ReplicaSets and ControllerRevisions. Whether Jobs are watched, the
 trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
 Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
@@ -279,9 +279,8 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "PRODUCER_TIMEOUT" .Values.safety.producerTimeout) }}
 {{- include "watcher.env" (list "ON_PRODUCER_TIMEOUT" .Values.safety.onProducerTimeout) }}
 {{- include "watcher.env" (list "PINNING" .Values.pinning.enabled) }}
-{{- if .Values.pinning.enabled }}
 {{- include "watcher.env" (list "PINNING_POLICY" (include "watcher.pinsPolicy" .)) }}
-{{- end }}
+{{- include "watcher.env" (list "PINNING_BUDGET" .Values.pinning.budget) }}
 {{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
 {{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
 {{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
