@@ -197,16 +197,12 @@ func (s *snapshots) get(ctx context.Context, src pin.Source, name string) (snap,
 		return snap{}, fmt.Errorf("get snapshot %s %s/%s: %w", src.Kind, s.ns, name, err)
 	}
 	got := snap{Created: obj.GetCreationTimestamp().Time, Keys: fingerprint(obj)}
-	if by := obj.GetAnnotations()[changedByAnnotation]; by != "" {
+	if by := obj.GetAnnotations()[pin.ChangedBy]; by != "" {
 		got.ChangedBy = strings.Split(by, ",")
 	}
 	s.read[id] = got
 	return got, nil
 }
-
-// changedByAnnotation is pin.ChangedBy: the field managers that wrote a
-// snapshot's source before it was copied.
-const changedByAnnotation = "watcher.dev/changed-by"
 
 // object returns an empty ConfigMap or Secret for a pin.Source kind.
 func object(kind string) client.Object {
