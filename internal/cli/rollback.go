@@ -23,6 +23,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/pin"
@@ -176,8 +178,21 @@ func rollbackPatch(resourceVersion string, pins pin.Pins) ([]byte, error) {
 }
 
 // rollback brings back the config of revision n of the workload named by
-// arg, and says what it did.
+// arg, and says what it did. The patch is conditional on the workload read:
+// when it changed meanwhile (its controller writes its status during a
+// rollout), everything is read and decided again.
 func (r *reader) rollback(ctx context.Context, arg string, n int64, dryRun bool) (string, error) {
+	var done string
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var err error
+		done, err = r.rollbackOnce(ctx, arg, n, dryRun)
+		return err
+	})
+	return done, err
+}
+
+// rollbackOnce reads, decides and patches once.
+func (r *reader) rollbackOnce(ctx context.Context, arg string, n int64, dryRun bool) (string, error) {
 	kind, obj, err := r.pinnable(ctx, arg)
 	if err != nil {
 		return "", err
@@ -216,10 +231,7 @@ func (r *reader) rollback(ctx context.Context, arg string, n int64, dryRun bool)
 		opts = append(opts, client.DryRunAll)
 	}
 	if err := r.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-		if apierrors.IsConflict(err) {
-			return "", fmt.Errorf("%s changed while it was read: run again: %w", id, err)
-		}
-		return "", fmt.Errorf("patch %s: %w", id, err)
+		return "", fmt.Errorf("patch %s: %w", id, err) // a conflict is tried again
 	}
 	return rollbackText(id, n, pins, images(tmpl.Spec), dryRun, kind), nil
 }
@@ -232,9 +244,11 @@ func rollbackText(id string, n int64, pins pin.Pins, imgs []string, dryRun bool,
 		verb = "would pin (dry run: nothing changed)"
 	}
 	fmt.Fprintf(&b, "%s %s the config of revision %d, keeping its image (%s):\n", id, verb, n, strings.Join(imgs, ", "))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, src := range sortedSources(pins) {
-		fmt.Fprintf(&b, "  %s  snapshot %s\n", src, pins[src])
+		fmt.Fprintf(tw, "  %s\tsnapshot %s\n", src, pins[src])
 	}
+	_ = tw.Flush() // a strings.Builder does not fail
 	if !dryRun {
 		rolls := "the deployment controller rolls a new ReplicaSet"
 		switch kind.Name() {

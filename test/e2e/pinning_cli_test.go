@@ -82,6 +82,9 @@ func TestPinnedCLI(t *testing.T) {
 	g.Expect(r2["configmap/app"].ChangedBy).To(Equal([]string{"e2e.test"}))
 	g.Expect(r2["secret/db"].Snapshot).To(Equal(second[dbSource]))
 
+	g.Expect(runCLI(t, nil, "rollback", "deployment/web", "--to-revision", "1", "-n", s.ns)).
+		To(ContainSubstring("revision 1 pins nothing"))
+
 	// An image change, then a config-only rollback to revision 2.
 	image := "registry.example/app:2"
 	setImage(t, s.dep, image)
@@ -100,8 +103,8 @@ func TestPinnedCLI(t *testing.T) {
 	g.Eventually(func() string { return eventNote(t, s.ns, "Deployment", controller.ReasonRolledBack) }, wait).
 		Should(ContainSubstring("secret db back to " + second[dbSource] + " from " + third[dbSource]))
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(5), "no roll forward")
-	g.Expect(runCLI(t, nil, "rollback", "deployment/web", "--to-revision", "1", "-n", s.ns, "--dry-run")).
-		To(ContainSubstring("revision 1 pins nothing"))
+	g.Expect(runCLI(t, nil, "rollback", "deployment/web", "--to-revision", "1", "-n", s.ns)).
+		To(ContainSubstring("no revision 1: the revisions kept are 5, 4, 3"), "revisionHistoryLimit 2")
 
 	// stale: a Deployment held by a closed maintenance window is listed,
 	// one up to date is not.
