@@ -1,8 +1,11 @@
 // Package cli holds watcher's commands for people, watcher graph, watcher
-// explain, watcher key derive and watcher migrate, also run as a kubectl
-// plugin (kubectl watcher ...) when the binary is named kubectl-watcher.
-// migrate (migrate.go) plans the switch from a running Stakater Reloader
-// with package migrate. They read any
+// explain, watcher key derive, watcher migrate, watcher history, watcher
+// rollback and watcher stale, also run as a kubectl plugin (kubectl
+// watcher ...) when the binary is named kubectl-watcher. migrate
+// (migrate.go) plans the switch from a running Stakater Reloader with
+// package migrate; history, rollback and stale (history.go, rollback.go,
+// stale.go) read and restore the revisions of workloads that pin their
+// config (package pin), and list those that run stale config. They read any
 // cluster through a kubeconfig and kubectl's connection flags (client-go's
 // clientcmd), need no running watcher, and report with package explain: the
 // controller's own resolver (resolve.Standard), rules (plan.NewChain) and
@@ -11,7 +14,10 @@
 // They never print a Secret value: ConfigMaps and Secrets are hashed with
 // the key of their namespace (hash.NamespaceKey) as they are read, and only
 // key names and the first explain.HashPrefix digits of those keyed hashes
-// are shown. The one exception is asked for by name: watcher key derive
+// are shown. history and stale also read snapshots (and the sources of
+// pinned workloads) whole, and reduce each value at once to a SHA-256 kept
+// in memory only, to tell which keys differ: only key names are shown.
+// The one exception is asked for by name: watcher key derive
 // prints (or writes to a Secret) the key of one namespace, for explain.
 package cli
 
