@@ -1,6 +1,7 @@
 package cli
 
-// watcher rollback: brings back the config of one revision of a workload
+// The revisions of a workload (read by history and rollback), and watcher
+// rollback, which brings back the config of one revision of a workload
 // that pins its config, keeping its current image. It sends one JSON merge
 // patch of the workload's pod template: the pins annotation set to that
 // revision's (on the condition that the workload is still as read), and
@@ -16,16 +17,20 @@ package cli
 //	otherwise                             the patch (--dry-run: sent as a dry run)
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -280,4 +285,103 @@ func (r *reader) snapshotGone(ctx context.Context, ns string, src pin.Source, na
 	}
 	// Something else of that name is no snapshot of src: as gone.
 	return obj.GetLabels()[pin.SnapshotLabel] != "true" || obj.GetAnnotations()[pin.SnapshotOf] != src.String(), nil
+}
+
+// The annotations holding the revision number of a ReplicaSet.
+const (
+	deploymentRevision = "deployment.kubernetes.io/revision"
+	rolloutRevision    = "rollout.argoproj.io/revision"
+)
+
+// revision is one revision of a workload, as its ReplicaSet or
+// ControllerRevision keeps its pod template.
+type revision struct {
+	Number int64
+	// Object names the ReplicaSet or ControllerRevision ("ReplicaSet web-7d9f").
+	Object   string
+	Created  time.Time
+	Template corev1.PodTemplateSpec
+}
+
+// pins returns the pins of the revision's template.
+func (r revision) pins() pin.Pins { return pin.Parse(r.Template.Annotations[pin.PinsAnnotation]) }
+
+// sortRevisions sorts revs newest first: by number, then by creation.
+func sortRevisions(revs []revision) {
+	slices.SortStableFunc(revs, func(a, b revision) int {
+		return cmp.Or(cmp.Compare(b.Number, a.Number), b.Created.Compare(a.Created))
+	})
+}
+
+// revisions reads the revisions of obj, a workload of kind, newest first:
+// the ReplicaSets it controls (Deployment, Argo Rollout) or its
+// ControllerRevisions (StatefulSet, DaemonSet).
+func (r *reader) revisions(ctx context.Context, kind workload.Kind, obj client.Object) ([]revision, error) {
+	var out []revision
+	switch kind.Name() {
+	case workload.Deployment.Name(), workload.Rollout.Name():
+		key := deploymentRevision
+		if kind.Name() == workload.Rollout.Name() {
+			key = rolloutRevision
+		}
+		var list appsv1.ReplicaSetList
+		if err := r.c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil, fmt.Errorf("list replicasets of %s: %w", obj.GetNamespace(), err)
+		}
+		for _, rs := range list.Items {
+			if !controlledBy(&rs, obj) {
+				continue
+			}
+			n, _ := strconv.ParseInt(rs.Annotations[key], 10, 64)
+			out = append(out, revision{Number: n, Object: "ReplicaSet " + rs.Name, Created: rs.CreationTimestamp.Time, Template: rs.Spec.Template})
+		}
+	case workload.StatefulSet.Name(), workload.DaemonSet.Name():
+		var list appsv1.ControllerRevisionList
+		if err := r.c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil, fmt.Errorf("list controllerrevisions of %s: %w", obj.GetNamespace(), err)
+		}
+		for _, cr := range list.Items {
+			if !controlledBy(&cr, obj) {
+				continue
+			}
+			// The data is a patch of the workload: its whole template.
+			var patch struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			}
+			if err := json.Unmarshal(cr.Data.Raw, &patch); err != nil {
+				return nil, fmt.Errorf("read controllerrevision %s/%s: %w", cr.Namespace, cr.Name, err)
+			}
+			out = append(out, revision{Number: cr.Revision, Object: "ControllerRevision " + cr.Name, Created: cr.CreationTimestamp.Time, Template: patch.Spec.Template})
+		}
+	default:
+		return nil, fmt.Errorf("a %s keeps no revisions of its pod template: only Deployments, StatefulSets, DaemonSets and Rollouts pin their config", kind.Name())
+	}
+	sortRevisions(out)
+	return out, nil
+}
+
+// controlledBy tells whether owner is the controller of obj.
+func controlledBy(obj metav1.Object, owner client.Object) bool {
+	c := metav1.GetControllerOf(obj)
+	return c != nil && c.UID == owner.GetUID()
+}
+
+// pinnable reads the workload named by arg ("deployment/web") of r's
+// namespace.
+func (r *reader) pinnable(ctx context.Context, arg string) (workload.Kind, client.Object, error) {
+	t, name, err := parseTarget(arg)
+	if err != nil {
+		return workload.Kind{}, nil, err
+	}
+	if t.config != "" || !t.workload.Pinnable {
+		return workload.Kind{}, nil, fmt.Errorf("%s: want a Deployment, StatefulSet, DaemonSet or Rollout (the kinds whose revisions keep their config)", arg)
+	}
+	obj := t.workload.New()
+	if err := r.c.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, obj); err != nil {
+		return workload.Kind{}, nil, fmt.Errorf("get %s %s/%s: %w", t.workload.Name(), r.namespace, name, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(t.workload.GVK)
+	return t.workload, obj, nil
 }
