@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -146,6 +147,20 @@ func TestPinnedCLI(t *testing.T) {
 	text = runCLI(t, nil, "stale", "-n", s.ns, "--watcher-namespace", s.ns)
 	t.Logf("watcher stale:\n%s", text)
 	g.Expect(text).NotTo(ContainSubstring(secret))
+	var all cli.StaleReport
+	runCLI(t, &all, "stale", "-A", "--watcher-namespace", s.ns)
+	g.Expect(all.Workloads).To(ContainElement(HaveField("Name", "held")), "-A: every namespace")
+
+	// The same binary named kubectl-watcher is a kubectl plugin.
+	plugins := t.TempDir()
+	if err := os.Symlink(watcherBin, filepath.Join(plugins, "kubectl-watcher")); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := exec.CommandContext(ctx, filepath.Join(kube.BinDir, "kubectl"), "watcher", "history", "deploy/web", "-n", s.ns, "--kubeconfig", kube.Kubeconfig)
+	kubectl.Env = []string{"PATH=" + plugins + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	plugged, err := kubectl.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "kubectl watcher history: %s", plugged)
+	g.Expect(string(plugged)).To(HavePrefix("Deployment " + s.ns + "/web\n\nREVISION 5 (current)"))
 }
 
 // runCLI runs the built binary with args and returns its output, its
