@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,6 +125,13 @@ func TestPinnedCLI(t *testing.T) {
 	}})
 	waitAdopted(t, held)
 	waitAdopted(t, fresh)
+	g.Eventually(func() []any { // the policy seen before the change
+		p := &unstructured.Unstructured{}
+		p.SetGroupVersionKind(schema.GroupVersionKind{Group: "watcher.dev", Version: "v1alpha1", Kind: "ReloadPolicy"})
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "held-window"}, p)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		return conds
+	}, wait).Should(ContainElement(And(HaveKeyWithValue("type", "Ready"), HaveKeyWithValue("status", "True"))))
 	setData(t, other, "k", "2")
 	waitRestarted(t, s.ns, "fresh")
 	waitLog(t, s.w, "Restart held", `"reason": "window"`)
