@@ -120,12 +120,13 @@ demo: build controlplane ## start a local control plane, run watcher on it and s
 run: build ## run watcher against the cluster of $$KUBECONFIG
 	bin/watcher --local-config=True
 
-bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; again with 2,000 ReloadPolicies; then the eviction scenario, evict beside annotation; then 1,000 blocked evict restarts, from the leader and a restarted leader
+bench: build controlplane ## measure reaction latency, memory, CPU and API requests at scale; again with 2,000 ReloadPolicies; then the eviction scenario, evict beside annotation; then 1,000 blocked evict restarts, from the leader and a restarted leader; then pinned restarts beside unpinned ones
 	$(GO) run ./hack/bench --watcher bin/watcher
 	$(GO) run ./hack/bench --watcher bin/watcher --policies 2000
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 	$(GO) run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy annotation
 	$(GO) run ./hack/bench --watcher bin/watcher --blocked 1000 --after 11m --restarted-after 10m --window 1m
+	$(GO) run ./hack/bench --watcher bin/watcher --pinned --workloads 200 --changes 100 --rate 2
 
 clean: ## remove bin/
 	rm -rf bin

@@ -156,6 +156,14 @@ type ReloadPolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('1h')",message="settleMax must be a positive duration of at most 1h, such as 5m"
 	SettleMax *metav1.Duration `json:"settleMax,omitempty"`
 
+	// Pin, when true, pins the targets' config revisions, as their
+	// watcher.dev/pin: "true" annotation does: each restart copies the
+	// ConfigMaps and Secrets they read into immutable snapshots their new
+	// pods read, so that a rollback brings the config back with the code
+	// (watcher's --pinning must allow it; see docs/revisions.md).
+	// +optional
+	Pin bool `json:"pin,omitempty"`
+
 	// MaintenanceWindows, when set, hold restarts until a window is open.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20

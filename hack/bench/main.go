@@ -16,6 +16,7 @@
 //	go run ./hack/bench --watcher bin/watcher --workloads 10000 --size 16384
 //	go run ./hack/bench --watcher bin/watcher --shared 20 --replicas 3 --pdb --strategy evict
 //	go run ./hack/bench --watcher bin/watcher --blocked 1000 --after 10m --window 1m
+//	go run ./hack/bench --watcher bin/watcher --pinned --workloads 200 --changes 200
 //	go run ./hack/bench --controller-cmd '/path/to/other --health={healthPort}' \
 //		--ready-url http://127.0.0.1:{healthPort}/ready
 package main
@@ -66,6 +67,10 @@ type options struct {
 	// record in each place it could live, instead of running a controller
 	// (probe.go).
 	InstallProbe bool
+	// Pinned, when set, runs the pinned scenario instead (see pinned.go):
+	// the same restarts of Workloads pinned and Workloads unpinned
+	// Deployments, side by side, watcher with --pinning.
+	Pinned bool
 
 	ReadyTimeout  time.Duration
 	SettleQuiet   time.Duration
@@ -106,6 +111,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Window, "window", time.Minute, "with --blocked: how long each count lasts")
 	fs.StringVar(&o.RolloutTimeout, "rollout-timeout", "", "with --blocked: watcher's --rollout-timeout; empty: its default")
 	fs.BoolVar(&o.InstallProbe, "install-probe", false, "with --shared: no controller; measure the writes at install with the record in each place it could live (a label, the ReplicaSet, ConfigMaps of watcher's own, the workload's annotation)")
+	fs.BoolVar(&o.Pinned, "pinned", false, "run the pinned scenario instead: --workloads unpinned and as many pinned Deployments (watcher.dev/pin: \"true\"), each reading a ConfigMap and a Secret of --size bytes; "+
+		"--changes ConfigMaps of each set changed at --rate, unpinned first; the chart's MutatingAdmissionPolicy installed, watcher with --pinning (the whole control plane runs)")
 	fs.DurationVar(&o.ReadyDelay, "ready-delay", 2*time.Second, "with --shared: how long pods take to become Ready")
 	fs.StringVar(&o.Strategy, "strategy", "", "watcher's --restart-strategy (annotation, env, restarted-at, evict); empty: watcher's default. Only with --watcher")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 5*time.Minute, "longest wait for the controller to be ready")
@@ -141,6 +148,9 @@ func (o *options) validate() error {
 		}
 		o.Shared, o.Replicas, o.PDB, o.Strategy = o.Blocked, 1, true, "evict"
 	}
+	if o.Pinned && (o.Shared > 0 || o.Blocked > 0 || o.InstallProbe || o.Changes > o.Workloads || o.Policies > 0) {
+		errs = append(errs, errors.New("--pinned goes with neither --shared, --blocked, --install-probe nor --policies, and needs --changes of at most --workloads"))
+	}
 	if o.Shared == 0 && (o.Replicas != 1 || o.PDB || o.InstallProbe) {
 		errs = append(errs, errors.New("--replicas, --pdb and --install-probe go with --shared"))
 	}
@@ -167,6 +177,15 @@ func main() {
 		r, err := runProbe(ctx, o, newProgress(os.Stderr))
 		stop()
 		finish(r, err, o.JSONPath, func(w io.Writer) error { return writeProbe(w, r) })
+		return
+	case o.Pinned:
+		r, err := runPinned(ctx, o, newProgress(os.Stderr))
+		stop()
+		finish(r, err, o.JSONPath, func(w io.Writer) error { return writePinned(w, r) })
+		if !r.ok() {
+			fmt.Fprintln(os.Stderr, "bench: a restart missed or doubled, or a pinned restart without its snapshots handed to a ReplicaSet")
+			os.Exit(1)
+		}
 		return
 	case o.Blocked > 0:
 		r, err := runBlocked(ctx, o, newProgress(os.Stderr))

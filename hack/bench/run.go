@@ -321,6 +321,9 @@ func (o options) controllerCommand(healthPort int, kubeconfig string) ([]string,
 		if o.Strategy != "" {
 			line += " --restart-strategy=" + o.Strategy
 		}
+		if o.Pinned {
+			line += " --pinning"
+		}
 		if o.Blocked > 0 { // every restart at once; none ever finishes
 			line += apiServerOnlyArgs
 			if o.RolloutTimeout != "" {

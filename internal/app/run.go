@@ -144,6 +144,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	var r *controller.Reconciler // set below, before the manager starts
 	follower := producers(sealedSecrets.Dynamic, mgr.GetRESTMapper(), st, o, &r, log.WithName("producers"))
 	guards.Producers = follower
+	maker := snapshots(o, mgr, hasher)
+	if maker != nil {
+		status.Pinning = maker.Installed
+	}
 	r = controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
 		Settings:           decide,
 		Coalesce:           o.Coalesce,
@@ -161,7 +165,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Guards:             withAlerts(guards, alerts),
 		Alerts:             alerts,
 		CSI:                csiOpts,
-		Snapshots:          snapshots(o, mgr, hasher),
+		Snapshots:          maker,
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Namespace:          o.OwnNamespace(),
 		Own: []object.Ref{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +49,13 @@ func (r *Reconciler) pinning(w *gathered) bool {
 	if _, evicts := w.strategy.(restart.Evict); evicts {
 		return false
 	}
-	ann := optin.Of(w.obj)
-	return pin.Wanted(ann) || len(optin.TemplatePins(ann)) > 0
+	return wantsPins(w, w.obj) || len(optin.TemplatePins(optin.Of(w.obj))) > 0
+}
+
+// wantsPins reports whether the workload w (as obj) asks for pinning: its
+// annotation, or a ReloadPolicy that applies to it.
+func wantsPins(w *gathered, obj client.Object) bool {
+	return pin.Wanted(optin.Of(obj)) || w.applied.Pin
 }
 
 // pinVerdict acts, before p is applied, on what the template of a
@@ -61,10 +67,10 @@ func (r *Reconciler) pinVerdict(ctx context.Context, w *gathered, p plan.Plan) (
 	if !r.pinning(w) {
 		return p, false, nil
 	}
-	ann := optin.Of(w.obj)
-	if !pin.Wanted(ann) {
+	if !wantsPins(w, w.obj) {
 		return p, false, nil
 	}
+	ann := optin.Of(w.obj)
 	template := optin.TemplatePins(ann)
 	switch pin.Judge(template, slim.Labels(w.obj).Get(pin.RevisionLabel)) {
 	case pin.RolledBack:
@@ -148,16 +154,26 @@ func (r *Reconciler) rolledBack(ctx context.Context, w *gathered, template pin.P
 // pinning, or when pinning is not installed (then said in a Warning), so
 // that its pods read the live objects.
 func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object) (pin.Pins, error) {
-	if !pin.Wanted(optin.Of(obj)) {
+	if !wantsPins(w, obj) {
 		return nil, nil
+	}
+	if w.applied.Pin && r.Config.Policies != nil && r.Config.Policies.Status != nil {
+		for _, p := range w.applied.Policies {
+			if p.Pin {
+				r.Config.Policies.Status.Enqueue(p.Key()) // its condition Pinned
+			}
+		}
 	}
 	if err := r.Config.Snapshots.Installed(ctx); err != nil {
 		metrics.PinningAvailable.Set(0)
 		metrics.PinnedRestarts.WithLabelValues("unpinned").Inc()
-		ctrl.LoggerFrom(ctx).Error(err, "Pinning is off")
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinningOff, "Pin", "%s", note.Truncate(err.Error()))
+		if r.pinningOff.first(obj.GetUID(), err.Error()) { // once per workload and cause
+			ctrl.LoggerFrom(ctx).Error(err, "Pinning is off")
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinningOff, "Pin", "%s", note.Truncate(err.Error()))
+		}
 		return nil, nil
 	}
+	r.pinningOff.forget(obj.GetUID())
 	metrics.PinningAvailable.Set(1)
 	var sources []pin.Source
 	for _, ref := range w.in.Refs {
@@ -192,6 +208,34 @@ func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object
 	}
 	metrics.PinnedRestarts.WithLabelValues(outcome).Inc()
 	return res.Pins, nil
+}
+
+// said remembers, per workload, the last cause of a Warning said, so that
+// it is said once per workload and cause, not at every restart.
+type said struct {
+	mu   sync.Mutex
+	last map[types.UID]string
+}
+
+// first reports whether why is new for the workload uid, and remembers it.
+func (s *said) first(uid types.UID, why string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[types.UID]string{}
+	}
+	if s.last[uid] == why {
+		return false
+	}
+	s.last[uid] = why
+	return true
+}
+
+// forget drops what was said of uid: the cause is gone.
+func (s *said) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, uid)
 }
 
 // pinSource is the pin.Source of a reference to a ConfigMap or Secret.

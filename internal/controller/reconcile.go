@@ -76,6 +76,8 @@ type Reconciler struct {
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
+	// pinningOff says once per workload that pinning is off (pin.go).
+	pinningOff said
 	// rotated carries the workloads whose mounted versions changed, from
 	// mounts to the work queue; nil when CSI is off.
 	rotated chan event.TypedGenericEvent[object.Ref]

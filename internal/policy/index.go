@@ -163,6 +163,8 @@ type Applied struct {
 	DryRun bool
 	// Settle and SettleMax are the longest set; 0: none.
 	Settle, SettleMax time.Duration
+	// Pin: one of Policies pins the workload's config revisions.
+	Pin bool
 	// names holds, for each of Policies, the IDs of the references it
 	// names.
 	names []map[string]bool
@@ -218,6 +220,7 @@ func (ix *Index) For(obj client.Object, uses []refs.Ref, configs resolve.Configs
 	for _, p := range policies {
 		a.Policies = append(a.Policies, p)
 		a.DryRun = a.DryRun || p.DryRun
+		a.Pin = a.Pin || p.Pin
 		a.Settle, a.SettleMax = max(a.Settle, p.Settle), max(a.SettleMax, p.SettleMax)
 		if a.Strategy == "" {
 			a.Strategy = p.Strategy

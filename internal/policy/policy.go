@@ -80,6 +80,8 @@ type Policy struct {
 	// installation's.
 	Settle, SettleMax time.Duration
 	DryRun            bool
+	// Pin pins the targets' config revisions (package pin).
+	Pin bool
 	// Windows are the maintenance windows that parse; WindowErrs those
 	// that do not. A policy with an invalid window holds its restarts
 	// until it is fixed: it never restarts outside the windows meant.
@@ -136,7 +138,7 @@ func (t Target) selectorKey() string {
 func Compile(p *v1alpha1.ReloadPolicy) *Policy {
 	out := &Policy{
 		Namespace: p.Namespace, Name: p.Name, Generation: p.Generation,
-		Strategy: string(p.Spec.Strategy), DryRun: p.Spec.DryRun,
+		Strategy: string(p.Spec.Strategy), DryRun: p.Spec.DryRun, Pin: p.Spec.Pin,
 	}
 	if p.Spec.Coalesce != nil {
 		out.Coalesce = p.Spec.Coalesce.Duration

@@ -37,6 +37,14 @@ const (
 	ReasonTargetsNotFound   = "TargetsNotFound"
 	ReasonInvalidSelector   = "InvalidSelector"
 	ReasonMaintenanceWindow = "MaintenanceWindow"
+
+	// ConditionPinned, on a policy with spec.pin, says whether its
+	// targets' restarts pin their config: True (Pinned), or False
+	// (PinningOff: --pinning is off, or its admission policy is not
+	// installed; the message says which).
+	ConditionPinned  = "Pinned"
+	ReasonPinned     = "Pinned"
+	ReasonPinningOff = "PinningOff"
 )
 
 // MaxLastRestarts bounds status.lastRestarts.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -52,6 +55,11 @@ const selectionTTL = time.Second
 // write in turn keep each other's entries, and a conflict is computed
 // again, never overwritten.
 type StatusWriter struct {
+	// Pinning, when set, says whether pinned config revisions work
+	// (nil) or why not, for the condition Pinned of a policy with
+	// spec.pin; nil: watcher runs without --pinning.
+	Pinning func(context.Context) error
+
 	watcher    *Watcher
 	client     client.Client
 	needLeader bool
@@ -223,6 +231,26 @@ func (s *StatusWriter) note(policies []*Policy, f func(*Journal)) {
 	}
 }
 
+// pinned sets the condition Pinned of a policy with spec.pin (removes it
+// from one without): True while pinned config revisions work, False with
+// the reason PinningOff and why otherwise.
+func (s *StatusWriter) pinned(ctx context.Context, p *Policy, st *v1alpha1.ReloadPolicyStatus) {
+	if !p.Pin {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionPinned)
+		return
+	}
+	c := metav1.Condition{Type: ConditionPinned, Status: metav1.ConditionTrue, Reason: ReasonPinned, ObservedGeneration: p.Generation,
+		Message: "the targets' restarts pin their config"}
+	err := errors.New("watcher runs without --pinning: the targets' restarts do not pin their config")
+	if s.Pinning != nil {
+		err = s.Pinning(ctx)
+	}
+	if err != nil {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonPinningOff, err.Error()
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
 func (s *StatusWriter) next(ctx context.Context) bool {
 	key, quit := s.queue.Get()
 	if quit {
@@ -306,6 +334,7 @@ func (s *StatusWriter) write(ctx context.Context, key string) (retry bool, gen i
 		}
 	}
 	desired := Desired(p, cur.Status, ready, j, selected)
+	s.pinned(ctx, p, &desired)
 	retry = ready.Reason == ReasonSourcesNotFound || ready.Reason == ReasonTargetsNotFound
 	if Equal(desired, cur.Status) {
 		s.applied(key, j)

@@ -49,6 +49,9 @@ type Owners struct {
 	mu        sync.Mutex
 	done      map[types.UID]bool
 	revisions []toolscache.SharedIndexInformer
+	// snapshots are the snapshots' metadata, by kind (pin.ConfigMap,
+	// pin.Secret).
+	snapshots map[string]toolscache.Store
 }
 
 // revisionKinds are the revisions that can pin.
@@ -72,6 +75,9 @@ type revision struct {
 	resource  string
 	namespace string
 	name      string
+	// uid is a revision's, as last seen (a revision queued again by an
+	// update while handed is not read again).
+	uid types.UID
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: any
@@ -110,11 +116,13 @@ func (o *Owners) Start(ctx context.Context) error {
 	snapshots := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, metav1.NamespaceAll, func(lo *metav1.ListOptions) {
 		lo.LabelSelector = pin.SnapshotLabel + "=true"
 	})
+	o.snapshots = map[string]toolscache.Store{}
 	for _, gvr := range snapshotKinds {
 		inf := snapshots.ForResource(gvr).Informer()
-		if err := inf.SetTransform(trim); err != nil {
+		if err := inf.SetTransform(trimSnapshot); err != nil {
 			return err
 		}
+		o.snapshots[map[string]string{"configmaps": pin.ConfigMap, "secrets": pin.Secret}[gvr.Resource]] = inf.GetStore()
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
 			UpdateFunc: func(_, obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
@@ -147,6 +155,22 @@ func trim(obj any) (any, error) {
 		OwnerReferences: m.OwnerReferences}}, nil
 }
 
+// trimSnapshot keeps of a snapshot what Owners reads: trim's, its labels
+// and its pin.SnapshotOf.
+func trimSnapshot(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	out, _ := trim(obj)
+	t := out.(*metav1.PartialObjectMetadata)
+	t.Labels = m.Labels
+	if v, ok := m.Annotations[pin.SnapshotOf]; ok {
+		t.Annotations = map[string]string{pin.SnapshotOf: v}
+	}
+	return t, nil
+}
+
 // enqueue queues a revision not handled yet.
 func (o *Owners) enqueue(q workqueue.TypedRateLimitingInterface[revision], resource string, obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
@@ -157,7 +181,7 @@ func (o *Owners) enqueue(q workqueue.TypedRateLimitingInterface[revision], resou
 	done := o.done[m.UID]
 	o.mu.Unlock()
 	if !done {
-		q.Add(revision{resource: resource, namespace: m.Namespace, name: m.Name})
+		q.Add(revision{resource: resource, namespace: m.Namespace, name: m.Name, uid: m.UID})
 	}
 }
 
@@ -209,7 +233,18 @@ func (o *Owners) next(ctx context.Context, q workqueue.TypedRateLimitingInterfac
 		return false
 	}
 	defer q.Done(r)
+	o.mu.Lock()
+	done := r.uid != "" && o.done[r.uid]
+	o.mu.Unlock()
+	if done {
+		q.Forget(r)
+		return true
+	}
 	uid, err := o.hand(ctx, r)
+	if apierrors.IsConflict(err) { // read before a change: read again
+		q.AddRateLimited(r)
+		return true
+	}
 	if err != nil {
 		o.Log.Error(err, "Cannot hand snapshots to their revision; retrying", "revision", r.namespace+"/"+r.name, "resource", r.resource)
 		q.AddRateLimited(r)
@@ -296,9 +331,15 @@ func (o *Owners) handBack(ctx context.Context, r revision) error {
 // handOne makes rev an owner of the snapshot ns/name of src in place of the
 // workload whose UID is workload.
 func (o *Owners) handOne(ctx context.Context, ns string, src pin.Source, name string, rev metav1.OwnerReference, workload string) error {
+	// The snapshots' cache, else (just made) the API server: the patch is
+	// conditioned on the version read either way.
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{pin.ConfigMap: "ConfigMap", pin.Secret: "Secret"}[src.Kind]}
 	snap := &metav1.PartialObjectMetadata{}
-	snap.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: map[string]string{pin.ConfigMap: "ConfigMap", pin.Secret: "Secret"}[src.Kind]})
-	if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, snap); err != nil {
+	snap.SetGroupVersionKind(gvk)
+	if cached, ok, _ := o.snapshots[src.Kind].GetByKey(ns + "/" + name); ok {
+		snap = cached.(*metav1.PartialObjectMetadata).DeepCopy()
+		snap.SetGroupVersionKind(gvk)
+	} else if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, snap); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if snap.Labels[pin.SnapshotLabel] != "true" || snap.Annotations[pin.SnapshotOf] != src.String() {

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -229,4 +230,48 @@ func podsOf(t *testing.T, d *appsv1.Deployment) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// TestPinnedByPolicy (issue 31): a ReloadPolicy with pin: true pins its
+// target, which carries no annotation, and says so in its condition
+// Pinned.
+func TestPinnedByPolicy(t *testing.T) {
+	g := NewWithT(t)
+	installPolicyCRD(t)
+	if _, err := installPinning(); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "app", map[string]string{"mode": "v1"})
+	create(t, cm)
+	dep := fixture.Deployment(ns, "web", fixture.EnvFrom("app", ""))
+	create(t, dep)
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w.WaitReady(t)
+	create(t, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "watcher.dev/v1alpha1", "kind": "ReloadPolicy",
+		"metadata": map[string]any{"namespace": ns, "name": "pinned"},
+		"spec": map[string]any{
+			"sources": []any{map[string]any{"kind": "ConfigMap", "name": "app"}},
+			"targets": []any{map[string]any{"kind": "Deployment", "name": "web"}},
+			"pin":     true,
+		},
+	}})
+	waitAdopted(t, dep)
+	setData(t, cm, "mode", "v2")
+	g.Eventually(func() int { return revisionOf(t, dep) }, wait).Should(Equal(2))
+	g.Expect(templatePins(t, dep)).To(HaveKey(appSource))
+	g.Eventually(func() string {
+		p := &unstructured.Unstructured{}
+		p.SetAPIVersion("watcher.dev/v1alpha1")
+		p.SetKind("ReloadPolicy")
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pinned"}, p)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "Pinned" {
+				return m["status"].(string) + " " + m["reason"].(string)
+			}
+		}
+		return ""
+	}, wait).Should(Equal("True Pinned"))
 }

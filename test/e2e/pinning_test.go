@@ -98,6 +98,9 @@ func newPinnedScene(t *testing.T) *pinnedScene {
 		cm:  fixture.ConfigMap(ns, "app", map[string]string{"mode": "v1"}),
 		sec: fixture.Secret(ns, "db", map[string]string{"password": "p1"})}
 	s.extra = fixture.ConfigMap(ns, "extra", map[string]string{"level": "e"})
+	// As a GitOps tool leaves it: a snapshot must carry none of it.
+	s.cm.Labels = map[string]string{"app.kubernetes.io/instance": "web"}
+	s.cm.Annotations = map[string]string{"argocd.argoproj.io/tracking-id": "web:/ConfigMap:ns/app"}
 	create(t, s.cm)
 	create(t, s.sec)
 	create(t, s.extra)
@@ -225,7 +228,8 @@ func TestPinnedRevisions(t *testing.T) {
 	g.Expect(cmSnap.Data).To(Equal(map[string]string{"mode": "v2"}))
 	g.Expect(string(secSnap.Data["password"])).To(Equal("p2"))
 	g.Expect(*cmSnap.Immutable && *secSnap.Immutable).To(BeTrue())
-	g.Expect(cmSnap.Annotations).To(Equal(map[string]string{pin.SnapshotOf: "configmap/app"}))
+	g.Expect(cmSnap.Labels).To(Equal(map[string]string{pin.SnapshotLabel: "true"}))
+	g.Expect(cmSnap.Annotations).To(Equal(map[string]string{pin.SnapshotOf: "configmap/app", pin.ChangedBy: "e2e.test"}), "none of the source's, and who wrote it")
 	g.Eventually(func() []string { return ownerKinds(t, s) }, wait).Should(HaveEach("ReplicaSet"), "handed to the ReplicaSet")
 
 	// A second revision.
@@ -333,4 +337,47 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestPinnedStatefulSet (issue 31): a pinned StatefulSet's restart pins
+// its pods like a Deployment's, and its snapshot is handed to the
+// ControllerRevision of the new template.
+func TestPinnedStatefulSet(t *testing.T) {
+	if _, err := installPinning(); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "app", map[string]string{"mode": "v1"})
+	create(t, cm)
+	sts := fixture.StatefulSet(ns, "db", fixture.EnvFrom("app", ""))
+	sts.Annotations = map[string]string{pin.Annotation: "true"}
+	create(t, sts)
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w.WaitReady(t)
+	waitAdopted(t, sts)
+	setData(t, cm, "mode", "v2")
+	var snap string
+	g.Eventually(func() string {
+		cur := get(t, &appsv1.StatefulSet{ObjectMeta: sts.ObjectMeta})
+		snap = pin.Parse(cur.Spec.Template.Annotations[pin.PinsAnnotation])[appSource]
+		return snap
+	}, wait).ShouldNot(BeEmpty())
+	g.Eventually(func() []string {
+		var list corev1.PodList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app": "db"})).To(Succeed())
+		var reads []string
+		for _, p := range list.Items {
+			reads = append(reads, p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name)
+		}
+		return reads
+	}, wait).Should(Equal([]string{snap}), "the new pod reads the snapshot")
+	g.Eventually(func() []string {
+		o := get(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: snap}})
+		var kinds []string
+		for _, r := range o.OwnerReferences {
+			kinds = append(kinds, r.Kind)
+		}
+		return kinds
+	}, wait).Should(Equal([]string{"ControllerRevision"}))
 }
