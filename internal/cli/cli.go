@@ -1,8 +1,11 @@
 // Package cli holds watcher's commands for people, watcher graph, watcher
-// explain, watcher key derive and watcher migrate, also run as a kubectl
-// plugin (kubectl watcher ...) when the binary is named kubectl-watcher.
-// migrate (migrate.go) plans the switch from a running Stakater Reloader
-// with package migrate. They read any
+// explain, watcher key derive, watcher migrate, watcher history, watcher
+// rollback and watcher stale, also run as a kubectl plugin (kubectl
+// watcher ...) when the binary is named kubectl-watcher. migrate
+// (migrate.go) plans the switch from a running Stakater Reloader with
+// package migrate; history, rollback and stale (history.go, rollback.go,
+// stale.go) read and restore the revisions of workloads that pin their
+// config (package pin), and list those that run stale config. They read any
 // cluster through a kubeconfig and kubectl's connection flags (client-go's
 // clientcmd), need no running watcher, and report with package explain: the
 // controller's own resolver (resolve.Standard), rules (plan.NewChain) and
@@ -11,7 +14,10 @@
 // They never print a Secret value: ConfigMaps and Secrets are hashed with
 // the key of their namespace (hash.NamespaceKey) as they are read, and only
 // key names and the first explain.HashPrefix digits of those keyed hashes
-// are shown. The one exception is asked for by name: watcher key derive
+// are shown. history and stale also read snapshots (and the sources of
+// pinned workloads) whole, and reduce each value at once to a SHA-256 kept
+// in memory only, to tell which keys differ: only key names are shown.
+// The one exception is asked for by name: watcher key derive
 // prints (or writes to a Secret) the key of one namespace, for explain.
 package cli
 
@@ -46,11 +52,18 @@ const (
 	cmdKey       = "key"
 	cmdKeyDerive = "key derive"
 	cmdMigrate   = "migrate"
+	cmdHistory   = "history"
+	cmdRollback  = "rollback"
+	cmdStale     = "stale"
 )
 
 // IsCommand tells whether arg names one of the commands.
 func IsCommand(arg string) bool {
-	return arg == cmdGraph || arg == cmdExplain || arg == cmdKey || arg == cmdMigrate
+	switch arg {
+	case cmdGraph, cmdExplain, cmdKey, cmdMigrate, cmdHistory, cmdRollback, cmdStale:
+		return true
+	}
+	return false
 }
 
 // IsPlugin tells whether the binary was started as a kubectl plugin, from
@@ -76,14 +89,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name, rest = cmdKeyDerive, args[3:]
 	}
 	if name == "" {
-		fmt.Fprintf(stderr, "Usage:\n  %s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %s key derive -n NAMESPACE [--write] [flags]\n  %s migrate [-n NAMESPACE] [--deployment NAME] [--compare [--since 1h]] [-o text|json] [flags]\n\nRun '%s explain --help' or '%s migrate --help' for the flags.\n", prog, prog, prog, prog, prog, prog)
+		fmt.Fprintf(stderr, "Usage:\n  %[1]s graph [-n NAMESPACE | -A] [-o text|json|dot] [flags]\n  %[1]s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %[1]s key derive -n NAMESPACE [--write] [flags]\n  %[1]s migrate [-n NAMESPACE] [--deployment NAME] [--compare [--since 1h]] [-o text|json] [flags]\n"+
+			"  %[1]s history KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n  %[1]s rollback KIND/NAME --to-revision N [-n NAMESPACE] [--dry-run] [flags]\n  %[1]s stale [-n NAMESPACE | -A] [-o text|json] [flags]\n\nRun '%[1]s COMMAND --help' for the flags.\n", prog)
 		if len(args) >= 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
 			return 0
 		}
 		return 2
 	}
-	if name == cmdMigrate {
+	switch name {
+	case cmdMigrate:
 		return runMigrate(ctx, prog, rest, stdout, stderr)
+	case cmdHistory, cmdRollback:
+		return runRevisionCommand(ctx, prog, name, rest, stdout, stderr)
 	}
 	c := newCommand(prog, name, stderr)
 	err := c.flags.Parse(rest)
@@ -159,6 +176,8 @@ func newCommand(prog, name string, stderr io.Writer) *command {
 	case cmdGraph:
 		formats = "text, json or dot"
 		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	case cmdStale:
+		fs.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	case cmdExplain:
 		fs.StringVar(&c.explainKey, "explain-key", "", "the key of the namespace explained, as watcher key derive prints it (better: $"+explainKeyEnv+")")
 	case cmdKeyDerive:
@@ -190,6 +209,15 @@ func (c *command) usage(w io.Writer) {
 			"this needs to read): with it, watcher explain compares the hashes of that\n"+
 			"namespace, and of no other. --write puts it in the Secret --explain-key-secret\n"+
 			"of the namespace instead, where explain finds it.\n\n", c.prog)
+	case cmdStale:
+		fmt.Fprintf(w, "Usage: %s stale [-n NAMESPACE | -A] [-o text|json] [flags]\n\n"+
+			"Every workload whose pods run configuration older than the current one, since\n"+
+			"when and why (rolled back, not watched, opted out, held, failed, OnDelete, not\n"+
+			"restarted yet): those explain would restart, and those whose template pins a\n"+
+			"snapshot that is not their source's content now. Records are compared with the\n"+
+			"key of each namespace (the Secret --explain-key-secret, else the installation's\n"+
+			"hash key Secret); without one, only pinned workloads are checked. Prints key\n"+
+			"names, never a value.\n\n", c.prog)
 	default:
 		fmt.Fprintf(w, "Usage: %s explain KIND/NAME [-n NAMESPACE] [-o text|json] [flags]\n\n"+
 			"What watcher does with a workload (Deployment, StatefulSet, DaemonSet, CronJob,\n"+
@@ -225,8 +253,10 @@ func (c *command) validate() error {
 			}
 		}
 	}
-	if c.name == cmdGraph {
-		formats = append(formats, "dot")
+	if c.name == cmdGraph || c.name == cmdStale {
+		if c.name == cmdGraph {
+			formats = append(formats, "dot")
+		}
 		if c.flags.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", c.flags.Arg(0))
 		}
@@ -296,7 +326,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return c.derive(ctx, r, out)
 	}
 	ns := r.namespace
-	if c.name == cmdGraph && c.allNamespaces {
+	if (c.name == cmdGraph || c.name == cmdStale) && c.allNamespaces {
 		ns = metav1.NamespaceAll
 	}
 	policies, err := r.policies(ctx, ns, c.stderr)
@@ -309,6 +339,9 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 	}
 	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*packed.Object{}}
 	s.NamespaceLabels = (&namespaceLabels{ctx: ctx, c: r.c, warn: c.stderr, prog: c.prog, read: map[string]map[string]string{}}).get
+	if c.name == cmdStale {
+		return c.stale(ctx, r, s, out)
+	}
 	if c.name == cmdGraph {
 		g, err := r.graph(ctx, s, c.allNamespaces)
 		if err != nil {
