@@ -78,6 +78,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 	case plan.Refresh:
 		log.V(1).Info("Record refreshed, nothing restarted")
 	case plan.Restart:
+		w.restarted = true
 		said := r.cause(key, p.Changes)
 		said.OnDelete = onDelete
 		r.announce(ctx, obj, said, p.Record.RestartID(), strategy.Name())

@@ -61,6 +61,8 @@ type gathered struct {
 	dryRecord plan.Record
 	dryKnown  bool
 	mounted   map[string]map[string]string
+	// restarted: apply wrote its restart (stale.go).
+	restarted bool
 	// findings are the malformed annotations and records found, reported
 	// once per decision applied (report), never for a decision made only
 	// to triage a change.

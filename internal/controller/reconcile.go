@@ -78,6 +78,9 @@ type Reconciler struct {
 	mounts *csi.Watcher
 	// pinningOff says once per workload that pinning is off (pin.go).
 	pinningOff said
+	// stale follows the workloads whose restart is due but not made
+	// (stale.go).
+	stale staleSet
 	// rotated carries the workloads whose mounted versions changed, from
 	// mounts to the work queue; nil when CSI is off.
 	rotated chan event.TypedGenericEvent[object.Ref]
@@ -161,6 +164,7 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 		return plan.Plan{}, nil, err
 	}
 	if cached == nil { // deleted
+		r.stale.set(key, false)
 		r.guards.Observe(ctx, key, nil, false)
 		r.dry.drop(key)
 		r.policyDry.drop(key)
@@ -230,6 +234,7 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 		return plan.Plan{}, err
 	}
 	var p plan.Plan
+	w.restarted = false
 	if known != nil {
 		p = known.p
 	} else {
@@ -255,9 +260,13 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 		p.Action = plan.Refresh
 		r.inRelease(ctx, w.obj)
 	}
+	due := p.Action == plan.Restart
 	p, done, err := r.pinVerdict(ctx, w, p) // pin.go
 	if err != nil || done {
 		return p, err
+	}
+	if due && p.Action != plan.Restart { // a rollback's content, not rolled forward to
+		r.stale.set(w.key, true)
 	}
 	obj, p, err := r.recreations.Facts(ctx, w.key, w.obj, w.in, p)
 	if err != nil {
@@ -265,6 +274,9 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 	}
 	if err := r.apply(ctx, w, obj, p); err != nil {
 		return p, err
+	}
+	if p.Action == plan.Restart || !due {
+		r.stale.set(w.key, p.Action == plan.Restart && !w.restarted)
 	}
 	r.decidedForPolicies(w, p)
 	return p, nil

@@ -36,6 +36,15 @@ var (
 		Help: "Pods of pinned revisions that came up unpinned, reading the live ConfigMaps and Secrets (the admission policy did not run for them).",
 	})
 
+	// StaleWorkloads is, per namespace, the workloads whose pods run
+	// configuration older than the current one, as watcher last decided:
+	// a restart due but not made (held, dry run, a rollback's content not
+	// rolled forward to). watcher stale lists them.
+	StaleWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "watcher_stale_workloads",
+		Help: "Workloads whose pods run configuration older than the current one (a restart due but not made: held, dry run, rolled back), by namespace.",
+	}, []string{"namespace"})
+
 	// Rollbacks counts the native rollbacks of pinned workloads seen, by
 	// workload kind.
 	Rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,5 +54,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(PinningAvailable, PinnedRestarts, Snapshots, Rollbacks, UnpinnedPods)
+	ctrlmetrics.Registry.MustRegister(PinningAvailable, PinnedRestarts, Snapshots, Rollbacks, UnpinnedPods, StaleWorkloads)
 }

@@ -252,12 +252,15 @@ func TestPinnedRevisions(t *testing.T) {
 	g.Consistently(func() int { return s.revision(t) }, 5*time.Second, 200*time.Millisecond).Should(Equal(4), "the undo's rollout only, none by watcher")
 	g.Expect(s.template(t)).To(Equal(first))
 	g.Expect(get(t, &corev1.ConfigMap{ObjectMeta: s.cm.ObjectMeta}).Data).To(Equal(map[string]string{"mode": "v3"}), "the live ConfigMap untouched")
+	stale := `watcher_stale_workloads{namespace="` + s.ns + `"}`
+	g.Eventually(func() float64 { return metric(s.w.Metrics(t), stale) }, wait).Should(Equal(1.0), "its pods run older config than the live one")
 	// A new content rolls forward, once.
 	setData(t, s.cm, "mode", "v4")
 	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(5))
 	waitRunning(t, s.dep)
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(5))
 	g.Expect(get(t, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}).Annotations).NotTo(HaveKey(pin.RolledBackFrom))
+	g.Eventually(func() float64 { return metric(s.w.Metrics(t), stale) }, wait).Should(BeZero())
 
 	// A Git revert: app's content of the first revision again rolls once
 	// and reuses its snapshot.
