@@ -58,7 +58,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 	if p.Action == plan.None {
 		return nil
 	}
-	req.Evict = w.evicts()                               // kept in its state, for the guards' restore
+	req.Evict = w.evicts()                             // kept in its state, for the guards' restore
 	obj, err := r.write(ctx, w, obj, p, strategy, req) // job.go
 	if gated {
 		r.guards.Done(ctx, key, obj, req, err)
