@@ -17,6 +17,8 @@ package cli
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -30,30 +32,44 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
-// fingerprints are the keys of a ConfigMap or Secret, each with a SHA-256
-// of its value: enough to tell, in memory, whether a key changed; never
-// printed.
-type fingerprints map[string][sha256.Size]byte
+// fingerprints are the keys of a ConfigMap or Secret, each with an HMAC
+// of its value under a key made at random for this process: enough to
+// tell, in memory, whether a key changed; never printed, and worth
+// nothing outside the process (no guess can be tested against it).
+type fingerprints map[string]string
+
+// fingerprintKey keys the fingerprints of this process.
+var fingerprintKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24)
+	return k
+}()
 
 // fingerprint reads the keys of a ConfigMap or Secret; the values are not
 // kept.
 func fingerprint(obj client.Object) fingerprints {
 	out := fingerprints{}
+	add := func(k string, v []byte) {
+		m := hmac.New(sha256.New, fingerprintKey)
+		_, _ = m.Write(v)
+		out[k] = string(m.Sum(nil))
+	}
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		for k, v := range o.Data {
-			out[k] = sha256.Sum256([]byte(v))
+			add(k, []byte(v))
 		}
 		for k, v := range o.BinaryData {
-			out[k] = sha256.Sum256(v)
+			add(k, v)
 		}
 	case *corev1.Secret:
 		for k, v := range o.Data {
-			out[k] = sha256.Sum256(v)
+			add(k, v)
 		}
 	}
 	return out
@@ -61,21 +77,7 @@ func fingerprint(obj client.Object) fingerprints {
 
 // changedKeys returns, sorted, the keys added, removed or changed from old
 // to cur.
-func changedKeys(old, cur fingerprints) []string {
-	var out []string
-	for k, v := range cur {
-		if w, ok := old[k]; !ok || w != v {
-			out = append(out, k)
-		}
-	}
-	for k := range old {
-		if _, ok := cur[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+func changedKeys(old, cur fingerprints) []string { return hash.ChangedKeys(old, cur) }
 
 // snap is what history knows of one snapshot.
 type snap struct {
