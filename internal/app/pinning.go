@@ -32,6 +32,6 @@ func addOwners(o *options.Options, mgr manager.Manager, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("metadata client: %w", err)
 	}
-	return mgr.Add(&snapshot.Owners{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Metadata: md, Log: log.WithName("snapshots"),
+	return mgr.Add(&snapshot.Owners{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Metadata: md, Namespaces: o.Namespaces, Log: log.WithName("snapshots"),
 		Recorder: mgr.GetEventRecorder("watcher")})
 }

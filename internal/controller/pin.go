@@ -72,19 +72,23 @@ func (r *Reconciler) pinVerdict(ctx context.Context, w *gathered, p plan.Plan) (
 	}
 	ann := optin.Of(w.obj)
 	template := optin.TemplatePins(ann)
-	switch pin.Judge(template, slim.Labels(w.obj).Get(pin.RevisionLabel)) {
-	case pin.RolledBack:
+	verdict := pin.Judge(template, slim.Labels(w.obj).Get(pin.RevisionLabel))
+	var missing []string
+	if verdict == pin.RolledBack {
+		missing = r.missingSnapshots(w.key.Namespace, template)
+	}
+	switch {
+	case verdict == pin.RolledBack && len(missing) == 0:
 		return plan.Plan{}, true, r.rolledBack(ctx, w, template)
-	case pin.Stripped:
-		if p.Action == plan.None || p.Action == plan.Refresh {
-			if p.Record == nil {
-				p.Record = w.in.Recorded
-			}
-			if p.Record != nil {
-				p.Action = plan.Restart
-				r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin",
-					"The pod template lost its pins (%s): restarting once to pin its config again", pin.PinsAnnotation)
-			}
+	case verdict == pin.RolledBack, verdict == pin.Stripped:
+		why := "The pod template lost its pins (" + pin.PinsAnnotation + ")"
+		if len(missing) > 0 { // a manifest copied from elsewhere: its pods could not start
+			why = note.Join("The pod template pins snapshots that do not exist: ", missing)
+		}
+		p = repin(p, w.in.Recorded)
+		if p.Action == plan.Restart {
+			r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin", "%s",
+				note.Truncate(why+"; restarting once to pin its config again"))
 		}
 	}
 	from := pin.Parse(ann[pin.RolledBackFrom])
@@ -94,6 +98,37 @@ func (r *Reconciler) pinVerdict(ctx context.Context, w *gathered, p plan.Plan) (
 		return plan.Plan{Action: plan.None}, false, nil
 	}
 	return p, false, nil
+}
+
+// repin makes p a restart, to write the pins again, when it is none (or
+// only a record refresh): with the record it would write, or recorded.
+func repin(p plan.Plan, recorded plan.Record) plan.Plan {
+	if p.Action != plan.None && p.Action != plan.Refresh {
+		return p
+	}
+	if p.Record == nil {
+		p.Record = recorded
+	}
+	if p.Record != nil {
+		p.Action = plan.Restart
+	}
+	return p
+}
+
+// missingSnapshots names the snapshots of pins that the store does not
+// hold.
+func (r *Reconciler) missingSnapshots(ns string, pins pin.Pins) []string {
+	var out []string
+	for _, src := range sortedSources(pins) {
+		kind := refs.ConfigMap
+		if src.Kind == pin.Secret {
+			kind = refs.Secret
+		}
+		if obj, err := r.Store.Get(string(kind), ns, pins[src]); err == nil && obj == nil {
+			out = append(out, src.Kind+" "+pins[src])
+		}
+	}
+	return out
 }
 
 // onlyRolledBackFrom reports whether every change of p is a source now at

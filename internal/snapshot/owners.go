@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
@@ -25,7 +22,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/pin"
 )
 
@@ -49,6 +45,10 @@ type Owners struct {
 	Fresh  client.Reader
 	// Metadata lists and watches the revisions.
 	Metadata metadata.Interface
+	// Namespaces are those watched; none: every namespace (as the
+	// controller's --namespaces: with the chart's namespaced RBAC, no
+	// cluster-wide list is allowed).
+	Namespaces []string
 	// Log is for what cannot be done.
 	Log logr.Logger
 	// Recorder says, on the workload, that pods of a pinned revision came
@@ -61,8 +61,8 @@ type Owners struct {
 	done      map[types.UID]bool
 	revisions []toolscache.SharedIndexInformer
 	// snapshots are the snapshots' metadata, by kind (pin.ConfigMap,
-	// pin.Secret).
-	snapshots map[string]toolscache.Store
+	// pin.Secret), one store per namespace watched.
+	snapshots map[string][]toolscache.Store
 	q         workqueue.TypedRateLimitingInterface[revision]
 }
 
@@ -107,11 +107,48 @@ func (o *Owners) Start(ctx context.Context) error {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[revision](100*time.Millisecond, time.Minute))
 	defer q.ShutDown()
 	o.q = q
-	revisions := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, metav1.NamespaceAll, func(lo *metav1.ListOptions) {
-		lo.LabelSelector = pin.PinnedLabel + "=true"
-	})
+	namespaces := o.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	o.snapshots = map[string][]toolscache.Store{}
+	var revisions, snapshots []metadatainformer.SharedInformerFactory
+	for _, ns := range namespaces {
+		rf := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, ns, func(lo *metav1.ListOptions) {
+			lo.LabelSelector = pin.PinnedLabel + "=true"
+		})
+		sf := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, ns, func(lo *metav1.ListOptions) {
+			lo.LabelSelector = pin.SnapshotLabel + "=true"
+		})
+		if err := o.watch(q, rf, sf); err != nil {
+			return err
+		}
+		revisions, snapshots = append(revisions, rf), append(snapshots, sf)
+	}
+	for _, f := range revisions {
+		f.Start(ctx.Done())
+	}
+	for _, f := range revisions {
+		f.WaitForCacheSync(ctx.Done())
+	}
+	for _, f := range snapshots {
+		f.Start(ctx.Done())
+	}
+	for range 2 {
+		go func() {
+			for o.next(ctx, q) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// watch registers the informers of one namespace: the revisions (rf) and
+// the snapshots (sf).
+func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], rf, sf metadatainformer.SharedInformerFactory) error {
 	for _, gvr := range revisionKinds {
-		inf := revisions.ForResource(gvr).Informer()
+		inf := rf.ForResource(gvr).Informer()
 		if err := inf.SetTransform(trim); err != nil {
 			return err
 		}
@@ -130,16 +167,13 @@ func (o *Owners) Start(ctx context.Context) error {
 		}
 		o.revisions = append(o.revisions, inf)
 	}
-	snapshots := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, metav1.NamespaceAll, func(lo *metav1.ListOptions) {
-		lo.LabelSelector = pin.SnapshotLabel + "=true"
-	})
-	o.snapshots = map[string]toolscache.Store{}
 	for _, gvr := range snapshotKinds {
-		inf := snapshots.ForResource(gvr).Informer()
+		inf := sf.ForResource(gvr).Informer()
 		if err := inf.SetTransform(trimSnapshot); err != nil {
 			return err
 		}
-		o.snapshots[map[string]string{"configmaps": pin.ConfigMap, "secrets": pin.Secret}[gvr.Resource]] = inf.GetStore()
+		kind := map[string]string{"configmaps": pin.ConfigMap, "secrets": pin.Secret}[gvr.Resource]
+		o.snapshots[kind] = append(o.snapshots[kind], inf.GetStore())
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
 			UpdateFunc: func(_, obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
@@ -148,17 +182,18 @@ func (o *Owners) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	revisions.Start(ctx.Done())
-	revisions.WaitForCacheSync(ctx.Done())
-	snapshots.Start(ctx.Done())
-	for range 2 {
-		go func() {
-			for o.next(ctx, q) {
-			}
-		}()
-	}
-	<-ctx.Done()
 	return nil
+}
+
+// cachedSnapshot returns the snapshot ns/name of kind from the snapshots'
+// watch, if it holds it.
+func (o *Owners) cachedSnapshot(kind, ns, name string) (*metav1.PartialObjectMetadata, bool) {
+	for _, st := range o.snapshots[kind] {
+		if obj, ok, _ := st.GetByKey(ns + "/" + name); ok {
+			return obj.(*metav1.PartialObjectMetadata).DeepCopy(), true
+		}
+	}
+	return nil, false
 }
 
 // trim keeps of a revision only what Owners reads.
@@ -351,62 +386,6 @@ func (o *Owners) handBack(ctx context.Context, r revision) error {
 	return nil
 }
 
-// podsOf returns the label selector of the pods of a revision: a
-// ReplicaSet's by its pod-template-hash; a ControllerRevision's by
-// controller-revision-hash, which is its name (StatefulSet) or its hash
-// label (DaemonSet).
-func podsOf(kind string, meta metav1.ObjectMeta) string {
-	if kind == "ReplicaSet" {
-		if h := meta.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
-			return appsv1.DefaultDeploymentUniqueLabelKey + "=" + h
-		}
-		return ""
-	}
-	values := []string{meta.Name}
-	if h := meta.Labels[appsv1.ControllerRevisionHashLabelKey]; h != "" && h != meta.Name {
-		values = append(values, h)
-	}
-	return appsv1.ControllerRevisionHashLabelKey + " in (" + strings.Join(values, ",") + ")"
-}
-
-// unpinned looks at the pods of the pinned revision r: those the
-// admission policy did not mark (pin.Admitted) came up reading the live
-// objects. It says so on the workload (Warning PodsUnpinned) and counts
-// them. Without the right to list pods it says nothing.
-func (o *Owners) unpinned(ctx context.Context, r revision) error {
-	var pods metav1.PartialObjectMetadataList
-	pods.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
-	sel, err := labels.Parse(r.pods)
-	if err != nil {
-		return nil
-	}
-	if err := o.Fresh.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		if apierrors.IsForbidden(err) {
-			o.Log.V(1).Info("Cannot list pods: pods that came up unpinned are not looked for", "namespace", r.namespace)
-			return nil
-		}
-		return err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.Annotations[pin.PinsAnnotation] != "" && p.Annotations[pin.Admitted] != "true" {
-			n++
-		}
-	}
-	if n == 0 || o.Recorder == nil {
-		return nil
-	}
-	metrics.UnpinnedPods.Add(float64(n))
-	w := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: r.workload.APIVersion, Kind: r.workload.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.workload.Name, UID: r.workload.UID}}
-	o.Recorder.Eventf(w, nil, corev1.EventTypeWarning, ReasonPodsUnpinned, "Pin",
-		"%d pods of revision %s came up unpinned, reading the live ConfigMaps and Secrets: the admission policy that pins pods did not run for them (deleted, or its binding does not match)", n, r.name)
-	return nil
-}
-
-// ReasonPodsUnpinned says that pods of a pinned revision came up unpinned.
-const ReasonPodsUnpinned = "PodsUnpinned"
-
 // handOne makes rev an owner of the snapshot ns/name of src in place of the
 // workload whose UID is workload.
 func (o *Owners) handOne(ctx context.Context, ns string, src pin.Source, name string, rev metav1.OwnerReference, workload string) error {
@@ -415,8 +394,8 @@ func (o *Owners) handOne(ctx context.Context, ns string, src pin.Source, name st
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{pin.ConfigMap: "ConfigMap", pin.Secret: "Secret"}[src.Kind]}
 	snap := &metav1.PartialObjectMetadata{}
 	snap.SetGroupVersionKind(gvk)
-	if cached, ok, _ := o.snapshots[src.Kind].GetByKey(ns + "/" + name); ok {
-		snap = cached.(*metav1.PartialObjectMetadata).DeepCopy()
+	if cached, ok := o.cachedSnapshot(src.Kind, ns, name); ok {
+		snap = cached
 		snap.SetGroupVersionKind(gvk)
 	} else if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, snap); err != nil {
 		return client.IgnoreNotFound(err)

@@ -121,8 +121,9 @@ func TestPinnedOldPodsImmune(t *testing.T) {
 
 // TestPinnedGitOps (issue 31): re-applying the same manifest, client-side
 // (kubectl apply) and server-side (as Argo CD and Flux do), makes no
-// rollout and keeps the pins; a tool that strips the pins makes watcher
-// pin again, with one rollout and a Warning.
+// rollout and keeps the pins; a tool that strips the pins, or a manifest
+// copied from elsewhere whose pins name snapshots that do not exist here,
+// makes watcher pin again, with one rollout and a Warning.
 func TestPinnedGitOps(t *testing.T) {
 	s := newPinnedScene(t)
 	g := NewWithT(t)
@@ -154,6 +155,16 @@ func TestPinnedGitOps(t *testing.T) {
 	// The strip rolled (revision 3), pinning again rolled once (4).
 	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(4))
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(4))
+
+	// A manifest copied from elsewhere pins snapshots that do not exist
+	// here (its pods could not start): watcher pins again, once.
+	foreign := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"watcher.dev/pins":"configmap/app=app-pin-00000000000000000000"}}}}}`))
+	g.Expect(k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}, foreign)).To(Succeed())
+	g.Eventually(func() string { return eventNote(t, s.ns, "Deployment", controller.ReasonPinsStripped) }, wait).Should(ContainSubstring("do not exist: configmap app-pin-00000000000000000000"))
+	g.Eventually(func() pin.Pins { return s.template(t) }, wait).Should(Equal(pins))
+	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(6))
+	waitRunning(t, s.dep)
+	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(6))
 }
 
 // TestPinnedRefusals (issue 31): with the policy's binding deleted,
