@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -377,6 +378,81 @@ func TestPinnedStatefulSet(t *testing.T) {
 	}, wait).Should(Equal([]string{snap}), "the new pod reads the snapshot")
 	g.Eventually(func() []string {
 		o := get(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: snap}})
+		var kinds []string
+		for _, r := range o.OwnerReferences {
+			kinds = append(kinds, r.Kind)
+		}
+		return kinds
+	}, wait).Should(Equal([]string{"ControllerRevision"}))
+}
+
+// TestPinnedRelease (issue 31): after kubectl rollout undo, a person
+// releases the hold on the content the rollback left by removing
+// watcher.dev/rolled-back-from: watcher rolls forward to it, once, onto
+// its existing snapshot.
+func TestPinnedRelease(t *testing.T) {
+	s := newPinnedScene(t)
+	g := NewWithT(t)
+	setData(t, s.cm, "mode", "v2")
+	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(2))
+	waitRunning(t, s.dep)
+	setData(t, s.cm, "mode", "v3")
+	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(3))
+	waitRunning(t, s.dep)
+	latest := s.template(t)
+	undo := exec.Command(kube.BinDir+"/kubectl", "--kubeconfig", kube.Kubeconfig, "-n", s.ns, "rollout", "undo", "deployment/web")
+	if out, err := undo.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl rollout undo: %v: %s", err, out)
+	}
+	g.Eventually(func() map[string]string { return get(t, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}).Annotations }, wait).
+		Should(HaveKeyWithValue(pin.RolledBackFrom, ContainSubstring(latest[appSource])))
+	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(4))
+
+	release := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/annotations/watcher.dev~1rolled-back-from"}]`))
+	g.Expect(k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}, release)).To(Succeed())
+	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(5), "released: rolls forward")
+	g.Eventually(func() pin.Pins { return s.template(t) }, wait).Should(Equal(latest), "onto the snapshots it left")
+	waitRunning(t, s.dep)
+	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(5))
+}
+
+// TestPinnedDaemonSet (issue 31): a pinned DaemonSet's restart pins its
+// pod, and its snapshot is handed to the ControllerRevision of the new
+// template.
+func TestPinnedDaemonSet(t *testing.T) {
+	if _, err := installPinning(); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ns := namespace(t)
+	sec := fixture.Secret(ns, "db", map[string]string{"password": "p1"})
+	create(t, sec)
+	ds := fixture.DaemonSet(ns, "agent", fixture.EnvFrom("", "db"))
+	ds.Annotations = map[string]string{pin.Annotation: "true"}
+	create(t, ds)
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w.WaitReady(t)
+	waitAdopted(t, ds)
+	setData(t, sec, "password", "p2")
+	var snap string
+	g.Eventually(func() string {
+		cur := get(t, &appsv1.DaemonSet{ObjectMeta: ds.ObjectMeta})
+		snap = pin.Parse(cur.Spec.Template.Annotations[pin.PinsAnnotation])[dbSource]
+		return snap
+	}, wait).ShouldNot(BeEmpty())
+	g.Eventually(func() []string {
+		var list corev1.PodList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app": "agent"})).To(Succeed())
+		var reads []string
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				reads = append(reads, p.Spec.Containers[0].EnvFrom[0].SecretRef.Name)
+			}
+		}
+		return reads
+	}, wait).Should(Equal([]string{snap}), "the new pod reads the snapshot")
+	g.Eventually(func() []string {
+		o := get(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: snap}})
 		var kinds []string
 		for _, r := range o.OwnerReferences {
 			kinds = append(kinds, r.Kind)
