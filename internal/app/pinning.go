@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/metadata"
@@ -13,25 +12,20 @@ import (
 	"github.com/watcher-dev/watcher/internal/snapshot"
 )
 
-// snapshots returns the snapshot maker of --pinning, nil without it.
-func snapshots(o *options.Options, mgr manager.Manager, hasher *hash.Hasher) *snapshot.Maker {
+// newPinning returns, with --pinning, the snapshot maker of the controller
+// and what hands snapshots to the revisions that pin them (which also
+// counts each namespace's bytes, for the maker's budget); nils without.
+func newPinning(o *options.Options, mgr manager.Manager, hasher *hash.Hasher, log logr.Logger) (*snapshot.Maker, *snapshot.Owners, error) {
 	if !o.Pinning {
-		return nil
-	}
-	return &snapshot.Maker{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Hasher: hasher, Policy: o.PinningPolicy,
-		Budget: int64(o.PinningBudget) << 20, BudgetWindow: time.Hour}
-}
-
-// addOwners adds to mgr, with --pinning, what hands snapshots to the
-// revisions that pin them (snapshot.Owners).
-func addOwners(o *options.Options, mgr manager.Manager, log logr.Logger) error {
-	if !o.Pinning {
-		return nil
+		return nil, nil, nil
 	}
 	md, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
-		return fmt.Errorf("metadata client: %w", err)
+		return nil, nil, fmt.Errorf("metadata client: %w", err)
 	}
-	return mgr.Add(&snapshot.Owners{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Metadata: md, Namespaces: o.Namespaces, Log: log.WithName("snapshots"),
-		Recorder: mgr.GetEventRecorder("watcher")})
+	owners := &snapshot.Owners{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Metadata: md, Namespaces: o.Namespaces,
+		Log: log.WithName("snapshots"), Recorder: mgr.GetEventRecorder("watcher")}
+	maker := &snapshot.Maker{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Hasher: hasher, Policy: o.PinningPolicy,
+		Budget: int64(o.PinningBudget) << 20, Stored: owners.Stored}
+	return maker, owners, nil
 }

@@ -144,9 +144,15 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 	var r *controller.Reconciler // set below, before the manager starts
 	follower := producers(sealedSecrets.Dynamic, mgr.GetRESTMapper(), st, o, &r, log.WithName("producers"))
 	guards.Producers = follower
-	maker := snapshots(o, mgr, hasher)
+	maker, owners, err := newPinning(o, mgr, hasher, log)
+	if err != nil {
+		return err
+	}
 	if maker != nil {
 		status.Pinning = maker.Installed
+		if err := mgr.Add(owners); err != nil {
+			return fmt.Errorf("set up manager: %w", err)
+		}
 	}
 	r = controller.New(st, mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("watcher"), controller.Config{
 		Settings:           decide,
@@ -211,7 +217,6 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		mgr.Add(publisher),
 		mgr.Add(leaderGauge{needLeader: lease}),
 		mgr.Add(&reporter{store: st, opts: o, log: log}),
-		addOwners(o, mgr, log),
 		mgr.AddHealthzCheck("ping", healthz.Ping),
 		mgr.AddReadyzCheck("caches", func(*http.Request) error {
 			if !st.HasSynced() {

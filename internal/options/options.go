@@ -83,8 +83,8 @@ type Options struct {
 	// it: without them, pinning stays off.
 	Pinning       bool
 	PinningPolicy string
-	// PinningBudget is the most MiB of new snapshots per namespace per
-	// hour; beyond, restarts leave their sources live; 0: no budget.
+	// PinningBudget is the most MiB of snapshots a namespace may hold;
+	// beyond, restarts leave their sources live; 0: no budget.
 	PinningBudget int
 
 	// PrintInterval is how often the watched state is logged; 0 never.
@@ -192,7 +192,7 @@ func Defaults() *Options {
 		ProducerTimeout:       10 * time.Minute,
 		OnProducerTimeout:     OnFailedContinue,
 		PinningPolicy:         "watcher-pins",
-		PinningBudget:         256,
+		PinningBudget:         64,
 		PrintInterval:         100 * time.Second,
 		MetricsAddr:           ":8080",
 		HealthAddr:            ":8081",
@@ -254,7 +254,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 
 	bind(envflag.Bool(&o.Pinning), "pinning", "PINNING", `let workloads annotated watcher.dev/pin: "true" pin their config: each restart copies their ConfigMaps and Secrets into immutable snapshots their new pods read, so a rollback brings the config back with the code; needs the chart's pinning admission policies (pinning.enabled)`)
 	fs.Lookup("pinning").NoOptDefVal = "true"
-	bind(envflag.IntRange(&o.PinningBudget, 0, 1<<20, "a number of MiB"), "pinning-budget", "PINNING_BUDGET", "most MiB of new config snapshots per namespace per hour; beyond it, restarts leave their ConfigMaps and Secrets unpinned (live), with a Warning; 0: no budget")
+	bind(envflag.IntRange(&o.PinningBudget, 0, 1<<20, "a number of MiB"), "pinning-budget", "PINNING_BUDGET", "most MiB of config snapshots a namespace may hold (their content); a restart whose snapshots would go over it leaves those ConfigMaps and Secrets unpinned (live), with a Warning; 0: no budget")
 	bind(envflag.String(&o.PinningPolicy), "pinning-policy", "PINNING_POLICY", "the name of the MutatingAdmissionPolicy, and of its binding, that pins pods at admission; pinning stays off while either is missing")
 
 	bind(envflag.Seconds(&o.PrintInterval, 0), "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")

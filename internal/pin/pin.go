@@ -72,6 +72,9 @@ const (
 	// Admitted, "true" on a pod, is written by the admission policy that
 	// pinned it: a pod of a pinned revision without it came up unpinned.
 	Admitted = "watcher.dev/pins-admitted"
+	// Bytes, on a snapshot, is the size of its content (keys and values),
+	// for the namespace's budget.
+	Bytes = "watcher.dev/snapshot-bytes"
 	// ChangedBy, on a snapshot, names the field managers that last wrote
 	// its source's content before it was copied, comma-separated.
 	ChangedBy = "watcher.dev/changed-by"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,6 +65,52 @@ type Owners struct {
 	// pin.Secret), one store per namespace watched.
 	snapshots map[string][]toolscache.Store
 	q         workqueue.TypedRateLimitingInterface[revision]
+	// stored is, per namespace, the bytes of its snapshots (pin.Bytes),
+	// and sizes each snapshot's, by UID.
+	stored map[string]int64
+	sizes  map[types.UID]sized
+}
+
+// sized is one snapshot's share of its namespace's bytes.
+type sized struct {
+	namespace string
+	bytes     int64
+}
+
+// Stored returns the bytes of the snapshots of namespace ns, as watched
+// (the budget of snapshot.Maker).
+func (o *Owners) Stored(ns string) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stored[ns]
+}
+
+// count adds (or, gone, removes) a snapshot's bytes to its namespace's.
+func (o *Owners) count(obj any, gone bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	n, _ := strconv.ParseInt(m.Annotations[pin.Bytes], 10, 64)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stored == nil {
+		o.stored, o.sizes = map[string]int64{}, map[types.UID]sized{}
+	}
+	if was, ok := o.sizes[m.UID]; ok {
+		o.stored[was.namespace] -= was.bytes
+		delete(o.sizes, m.UID)
+	}
+	if !gone && n > 0 {
+		o.sizes[m.UID] = sized{namespace: m.Namespace, bytes: n}
+		o.stored[m.Namespace] += n
+	}
+	if o.stored[m.Namespace] <= 0 {
+		delete(o.stored, m.Namespace)
+	}
 }
 
 // revisionKinds are the revisions that can pin.
@@ -175,8 +222,9 @@ func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], rf, sf 
 		kind := map[string]string{"configmaps": pin.ConfigMap, "secrets": pin.Secret}[gvr.Resource]
 		o.snapshots[kind] = append(o.snapshots[kind], inf.GetStore())
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
-			UpdateFunc: func(_, obj any) { o.enqueueSnapshot(q, gvr.Resource, obj) },
+			AddFunc:    func(obj any) { o.count(obj, false); o.enqueueSnapshot(q, gvr.Resource, obj) },
+			UpdateFunc: func(_, obj any) { o.count(obj, false); o.enqueueSnapshot(q, gvr.Resource, obj) },
+			DeleteFunc: func(obj any) { o.count(obj, true) },
 		})
 		if err != nil {
 			return err
@@ -217,8 +265,13 @@ func trimSnapshot(obj any) (any, error) {
 	out, _ := trim(obj)
 	t := out.(*metav1.PartialObjectMetadata)
 	t.Labels = m.Labels
-	if v, ok := m.Annotations[pin.SnapshotOf]; ok {
-		t.Annotations = map[string]string{pin.SnapshotOf: v}
+	for _, k := range []string{pin.SnapshotOf, pin.Bytes} {
+		if v, ok := m.Annotations[k]; ok {
+			if t.Annotations == nil {
+				t.Annotations = map[string]string{}
+			}
+			t.Annotations[k] = v
+		}
 	}
 	return t, nil
 }

@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,23 +55,17 @@ type Maker struct {
 	// Policy names the MutatingAdmissionPolicy and its binding that pin
 	// pods at admission (Installed).
 	Policy string
-	// Budget is the most bytes of snapshot content made per namespace and
-	// BudgetWindow; 0: no budget.
-	Budget       int64
-	BudgetWindow time.Duration
+	// Budget is the most bytes of snapshots a namespace may hold (their
+	// content, as pin.Bytes says it), Stored what it holds (Owners.Stored);
+	// 0 or nil Stored: no budget.
+	Budget int64
+	Stored func(namespace string) int64
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 
 	mu        sync.Mutex
 	checked   time.Time
 	installed error
-	spent     map[string]*spending
-}
-
-// spending is what a namespace's snapshots took in the current window.
-type spending struct {
-	since time.Time
-	bytes int64
 }
 
 // recheck is how long Installed trusts its last answer.
@@ -174,18 +169,18 @@ func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1
 	}
 	name := pin.SnapshotName(src.Name, d.Sum)
 	snap := pin.Snapshot(live, name, owner)
+	snap.GetAnnotations()[pin.Bytes] = strconv.FormatInt(size(snap), 10)
 	if by := lastWriters(live); by != "" {
 		snap.GetAnnotations()[pin.ChangedBy] = by
 	}
 	for range 2 { // a second time if it was collected meanwhile
-		if !m.spend(ns, size(snap)) {
+		if !m.fits(ns, size(snap)) {
 			return "", whyBudget, nil
 		}
 		err := m.Client.Create(ctx, snap)
 		if err == nil {
 			return name, whyMade, nil
 		}
-		m.refund(ns, size(snap))
 		if !apierrors.IsAlreadyExists(err) {
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				return "", whyTaken, nil
@@ -261,39 +256,14 @@ func PatchOwners(ctx context.Context, c client.Client, obj client.Object, owners
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
-// spend counts n bytes against ns's budget; false when they do not fit.
-func (m *Maker) spend(ns string, n int64) bool {
-	if m.Budget <= 0 {
+// fits reports whether a new snapshot of n bytes fits in ns's budget.
+// What is made meanwhile, not yet seen by Stored, may go over it by the
+// snapshots of the restarts in flight.
+func (m *Maker) fits(ns string, n int64) bool {
+	if m.Budget <= 0 || m.Stored == nil {
 		return true
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.spent == nil {
-		m.spent = map[string]*spending{}
-	}
-	now := m.now()
-	s := m.spent[ns]
-	if s == nil || now.Sub(s.since) >= m.BudgetWindow {
-		s = &spending{since: now}
-		m.spent[ns] = s
-	}
-	if s.bytes+n > m.Budget {
-		return false
-	}
-	s.bytes += n
-	return true
-}
-
-// refund gives back what spend counted for a snapshot not made.
-func (m *Maker) refund(ns string, n int64) {
-	if m.Budget <= 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s := m.spent[ns]; s != nil {
-		s.bytes -= n
-	}
+	return m.Stored(ns)+n <= m.Budget
 }
 
 // size is the bytes of a snapshot's content.

@@ -114,23 +114,29 @@ func TestMakeTaken(t *testing.T) {
 	}
 }
 
-// TestMakeBudget: beyond the namespace's budget of new snapshot bytes in
-// the window, sources are left live; the next window makes them.
+// TestMakeBudget: a snapshot that would take the namespace's snapshots
+// over its budget is not made: the source is left live; once the
+// namespace holds less (snapshots collected), it is made.
 func TestMakeBudget(t *testing.T) {
-	m, _, w := scene(t)
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	m.Budget, m.BudgetWindow, m.Now = 500, time.Hour, func() time.Time { return now }
-	res, err := m.Make(ctx, w, deployment, []pin.Source{app, db})
-	if err != nil {
-		t.Fatal(err)
+	m, c, w := scene(t)
+	stored := int64(0)
+	m.Budget, m.Stored = 1500, func(ns string) int64 { return stored }
+	res, err := m.Make(ctx, w, deployment, []pin.Source{db})
+	if err != nil || res.Pins[db] == "" {
+		t.Fatalf("result = %+v, %v", res, err)
 	}
-	if len(res.OverBudget) != 1 || res.OverBudget[0] != app || res.Pins[db] == "" {
-		t.Fatalf("result = %+v, want app (1 KB) over a 500 B budget, db pinned", res)
+	var sec corev1.Secret
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: res.Pins[db]}, &sec)
+	if sec.Annotations[pin.Bytes] != "10" { // "password" and "p1"
+		t.Errorf("%s = %q, want 10", pin.Bytes, sec.Annotations[pin.Bytes])
 	}
-	now = now.Add(time.Hour)
-	m.Budget = 2000
+	stored = 600
+	if res, err = m.Make(ctx, w, deployment, []pin.Source{app}); err != nil || len(res.OverBudget) != 1 || res.OverBudget[0] != app {
+		t.Fatalf("result = %+v, %v: want app (1 KB) over the budget", res, err)
+	}
+	stored = 0
 	if res, err = m.Make(ctx, w, deployment, []pin.Source{app}); err != nil || res.Pins[app] == "" {
-		t.Fatalf("next window: %+v, %v", res, err)
+		t.Fatalf("result = %+v, %v: want app pinned", res, err)
 	}
 }
 

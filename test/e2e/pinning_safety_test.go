@@ -297,3 +297,32 @@ func TestPinnedByPolicy(t *testing.T) {
 		return ""
 	}, wait).Should(Equal("True Pinned"))
 }
+
+// TestPinnedBudget (issue 31): with a namespace budget of 1 MiB
+// (PINNING_BUDGET=1), a second 600 KiB snapshot would go over it: that
+// restart leaves the ConfigMap live, with a Warning, and still rolls.
+func TestPinnedBudget(t *testing.T) {
+	if _, err := installPinning(); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ns := namespace(t)
+	big := func(c string) map[string]string { return map[string]string{"blob": strings.Repeat(c, 600<<10)} }
+	cm := fixture.ConfigMap(ns, "app", big("a"))
+	create(t, cm)
+	dep := fixture.Deployment(ns, "web", fixture.EnvFrom("app", ""))
+	dep.Annotations = map[string]string{pin.Annotation: "true"}
+	create(t, dep)
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_BUDGET=1"})
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+
+	setData(t, cm, "blob", strings.Repeat("b", 600<<10))
+	g.Eventually(func() int { return revisionOf(t, dep) }, wait).Should(Equal(2))
+	g.Expect(templatePins(t, dep)).To(HaveKey(appSource), "600 KiB fit in 1 MiB")
+	setData(t, cm, "blob", strings.Repeat("c", 600<<10))
+	g.Eventually(func() int { return revisionOf(t, dep) }, wait).Should(Equal(3), "the restart is made")
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", controller.ReasonPinBudgetSpent) }, wait).Should(ContainSubstring("configmap app"))
+	g.Expect(templatePins(t, dep)).To(BeEmpty(), "left live: its pods read the ConfigMap")
+	g.Expect(metric(w.Metrics(t), `watcher_pinned_restarts_total{outcome="partial"}`)).To(Equal(1.0))
+}

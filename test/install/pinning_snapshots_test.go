@@ -20,6 +20,7 @@ func madeByWatcher(apps string) client.Object {
 		Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "x"}}, Data: map[string]string{"k": "v"}}
 	snap := pin.Snapshot(src, pin.SnapshotName("app", strings.Repeat("0a", 32)), owner("Deployment"))
 	snap.GetAnnotations()[pin.ChangedBy] = "kubectl-edit,helm"
+	snap.GetAnnotations()[pin.Bytes] = "2"
 	return snap
 }
 
@@ -77,6 +78,7 @@ func pinningSnapshots(t *testing.T, ns, sa, apps string) {
 		{"a snapshot with the label false", cm(func(c *corev1.ConfigMap) { c.Labels[snapshotLabel] = "false" }), snapshotsRefused},
 		{"a snapshot with another label", cm(func(c *corev1.ConfigMap) { c.Labels["app"] = "web" }), snapshotsRefused},
 		{"a snapshot with another annotation", cm(func(c *corev1.ConfigMap) { c.Annotations["argocd.argoproj.io/tracking-id"] = "x" }), snapshotsRefused},
+		{"a snapshot whose size is no number", cm(func(c *corev1.ConfigMap) { c.Annotations[pin.Bytes] = "1e9" }), snapshotsRefused},
 		{"a snapshot without snapshot-of", cm(func(c *corev1.ConfigMap) { c.Annotations = nil }), snapshotsRefused},
 		{"a ConfigMap snapshot of a Secret", cm(func(c *corev1.ConfigMap) { c.Annotations[snapshotOf] = "secret/app" }), snapshotsRefused},
 		{"a snapshot named without -pin-", cm(func(c *corev1.ConfigMap) { c.Name = "app-0123456789abcdef0123" }), snapshotsRefused},
