@@ -120,11 +120,7 @@ func repin(p plan.Plan, recorded plan.Record) plan.Plan {
 func (r *Reconciler) missingSnapshots(ns string, pins pin.Pins) []string {
 	var out []string
 	for _, src := range sortedSources(pins) {
-		kind := refs.ConfigMap
-		if src.Kind == pin.Secret {
-			kind = refs.Secret
-		}
-		if obj, err := r.Store.Get(string(kind), ns, pins[src]); err == nil && obj == nil {
+		if obj, err := r.Store.Get(storeKind(src), ns, pins[src]); err == nil && obj == nil {
 			out = append(out, src.Kind+" "+pins[src])
 		}
 	}
@@ -284,14 +280,18 @@ func pinSource(ref refs.Ref) (pin.Source, bool) {
 	return pin.Source{}, false
 }
 
+// storeKind is the kind under which the store keeps src's kind.
+func storeKind(src pin.Source) string {
+	if src.Kind == pin.Secret {
+		return string(refs.Secret)
+	}
+	return string(refs.ConfigMap)
+}
+
 // liveSnapshot names the snapshot of src's content now, as the store holds
 // its digest.
 func (r *Reconciler) liveSnapshot(ns string, src pin.Source) (string, bool) {
-	kind := refs.ConfigMap
-	if src.Kind == pin.Secret {
-		kind = refs.Secret
-	}
-	obj, err := r.Store.Get(string(kind), ns, src.Name)
+	obj, err := r.Store.Get(storeKind(src), ns, src.Name)
 	if err != nil || obj == nil {
 		return "", false
 	}
