@@ -254,7 +254,7 @@ func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name str
 	ws := attribution.Of(obj)
 	cfg.ChangedBy = attribution.Changed(ws, ws) // none moved: the newest writers
 	if content {
-		cfg.Keys = r.digest(obj)
+		cfg.Keys, cfg.Sum = r.digest(obj)
 	}
 	return cfg
 }
@@ -262,10 +262,10 @@ func (r *reader) config(ctx context.Context, kind refs.Kind, namespace, name str
 // digest returns the keys of a ConfigMap or Secret with their keyed hashes,
 // or with empty hashes when the key of its namespace is unknown. The
 // content is not kept.
-func (r *reader) digest(obj client.Object) map[string]string {
+func (r *reader) digest(obj client.Object) (map[string]string, string) {
 	if r.key != nil {
 		if d, err := r.key.OfObject(obj); err == nil { // fails for another namespace only
-			return d.Keys
+			return d.Keys, d.Sum
 		}
 	}
 	keys := map[string]string{}
@@ -282,7 +282,7 @@ func (r *reader) digest(obj client.Object) map[string]string {
 			keys[k] = ""
 		}
 	}
-	return keys
+	return keys, ""
 }
 
 // workloads lists the workloads of every kind in namespace ("" for all).

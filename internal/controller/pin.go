@@ -128,19 +128,20 @@ func (r *Reconciler) missingSnapshots(ns string, pins pin.Pins) []string {
 }
 
 // onlyRolledBackFrom reports whether every change of p is a source now at
-// the content (snapshot) from says a rollback left.
+// the content (snapshot) from says a rollback left (pin.LeftByRollback).
 func (r *Reconciler) onlyRolledBackFrom(ns string, p plan.Plan, from pin.Pins) bool {
+	sources := make([]pin.Source, 0, len(p.Changes))
 	for _, c := range p.Changes {
 		src, ok := pinSource(c.Ref)
 		if !ok {
 			return false
 		}
-		live, ok := r.liveSnapshot(ns, src)
-		if !ok || from[src] != live {
-			return false
-		}
+		sources = append(sources, src)
 	}
-	return true
+	return pin.LeftByRollback(from, sources, func(src pin.Source) string {
+		live, _ := r.liveSnapshot(ns, src)
+		return live
+	})
 }
 
 // rolledBack records a native rollback of w, whose template now pins
@@ -270,15 +271,7 @@ func (s *said) forget(uid types.UID) {
 }
 
 // pinSource is the pin.Source of a reference to a ConfigMap or Secret.
-func pinSource(ref refs.Ref) (pin.Source, bool) {
-	switch ref.Kind {
-	case refs.ConfigMap:
-		return pin.Source{Kind: pin.ConfigMap, Name: ref.Name}, true
-	case refs.Secret:
-		return pin.Source{Kind: pin.Secret, Name: ref.Name}, true
-	}
-	return pin.Source{}, false
-}
+func pinSource(ref refs.Ref) (pin.Source, bool) { return pin.SourceOf(string(ref.Kind), ref.Name) }
 
 // storeKind is the kind under which the store keeps src's kind.
 func storeKind(src pin.Source) string {

@@ -133,6 +133,9 @@ type Config struct {
 	Annotations, Labels map[string]string
 	// Type is a Secret's type (for what floats, package pin).
 	Type string
+	// Sum is the keyed digest of its whole content (hash.Digest.Sum),
+	// which names its snapshot (pin.SnapshotName); "" when not hashed.
+	Sum string
 }
 
 // ID returns "Kind/name", as refs.Ref.ID.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/pin"
-	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/plan"
 )
 
 // Pin is how a source of a workload that pins its config is read.
@@ -31,12 +31,8 @@ func pinOf(obj client.Object, u Use, cfg Config) *Pin {
 	if !pin.Wanted(ann) {
 		return nil
 	}
-	src := pin.Source{Kind: pin.ConfigMap, Name: u.Name}
-	switch refs.Kind(u.Kind) {
-	case refs.ConfigMap:
-	case refs.Secret:
-		src.Kind = pin.Secret
-	default:
+	src, ok := pin.SourceOf(u.Kind, u.Name)
+	if !ok {
 		return nil
 	}
 	if why := pin.Floats(src.Kind, cfg.Type, cfg.Annotations); why != "" {
@@ -46,4 +42,29 @@ func pinOf(obj client.Object, u Use, cfg Config) *Pin {
 		return &Pin{State: PinPinned, Snapshot: snap}
 	}
 	return &Pin{State: PinNext}
+}
+
+// leftByRollback reports whether the restart p of the workload obj, whose
+// sources are configs, would only roll forward to what a rollback left
+// (pin.LeftByRollback): the controller does not make it.
+func leftByRollback(obj client.Object, configs map[string]Config, p plan.Plan) bool {
+	if p.Action != plan.Restart {
+		return false
+	}
+	from := pin.Parse(optin.Of(obj)[pin.RolledBackFrom])
+	sources := make([]pin.Source, 0, len(p.Changes))
+	for _, c := range p.Changes {
+		src, ok := pin.SourceOf(string(c.Ref.Kind), c.Ref.Name)
+		if !ok {
+			return false
+		}
+		sources = append(sources, src)
+	}
+	return pin.LeftByRollback(from, sources, func(src pin.Source) string {
+		cfg := configs[map[string]string{pin.ConfigMap: "ConfigMap", pin.Secret: "Secret"}[src.Kind]+"/"+src.Name]
+		if cfg.Sum == "" {
+			return ""
+		}
+		return pin.SnapshotName(src.Name, cfg.Sum)
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -260,6 +261,10 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 		return rep, nil
 	}
 	p := plan.Decide(in)
+	if leftByRollback(obj, w.Configs, p) {
+		rep.Notes = append(rep.Notes, "rolled back: not rolling forward to the content the rollback left ("+pin.RolledBackFrom+") until another content arrives or the annotation is removed")
+		p = plan.Plan{Action: plan.None}
+	}
 	rep.Action, rep.Pending = p.Action.String(), p.Action == plan.Restart && rep.Watched
 	for _, c := range p.Changes {
 		cfg := w.Configs[c.Ref.ID()]

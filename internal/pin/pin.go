@@ -93,6 +93,18 @@ const (
 	Secret    = "secret"
 )
 
+// SourceOf returns the Source of an object of kind ("ConfigMap" or
+// "Secret", as references name them) named name; false for another kind.
+func SourceOf(kind, name string) (Source, bool) {
+	switch kind {
+	case "ConfigMap":
+		return Source{Kind: ConfigMap, Name: name}, true
+	case "Secret":
+		return Source{Kind: Secret, Name: name}, true
+	}
+	return Source{}, false
+}
+
 // String returns "kind/name".
 func (s Source) String() string { return s.Kind + "/" + s.Name }
 
@@ -203,6 +215,23 @@ func Floats(kind, typ string, ann map[string]string) string {
 		return "a cert-manager certificate"
 	}
 	return ""
+}
+
+// LeftByRollback reports whether a restart for the changes of sources,
+// each at the content whose snapshot live names ("" when it is no
+// ConfigMap or Secret, or not known), would only roll forward to what a
+// rollback left (from, the workload's RolledBackFrom): then it is not
+// made, until another content arrives or a person removes RolledBackFrom.
+func LeftByRollback(from Pins, sources []Source, live func(Source) string) bool {
+	if len(from) == 0 || len(sources) == 0 {
+		return false
+	}
+	for _, src := range sources {
+		if l := live(src); l == "" || from[src] != l {
+			return false
+		}
+	}
+	return true
 }
 
 // Wanted reports whether the workload annotations ann ask for pinning.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -407,6 +409,13 @@ func TestPinnedRelease(t *testing.T) {
 	g.Eventually(func() map[string]string { return get(t, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}).Annotations }, wait).
 		Should(HaveKeyWithValue(pin.RolledBackFrom, ContainSubstring(latest[appSource])))
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(4))
+	// explain says what the controller does: no restart.
+	code, out := runWatcher(t, nil, "explain", "deployment/web", "-n", s.ns, "--watcher-namespace", s.ns, "-o", "json")
+	g.Expect(code).To(BeZero(), out)
+	var rep explain.WorkloadReport
+	g.Expect(json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep)).To(Succeed(), out)
+	g.Expect(rep.Pending).To(BeFalse(), out)
+	g.Expect(rep.Notes).To(ContainElement(ContainSubstring("rolled back")), out)
 
 	release := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/annotations/watcher.dev~1rolled-back-from"}]`))
 	g.Expect(k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}, release)).To(Succeed())
