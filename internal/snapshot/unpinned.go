@@ -16,14 +16,21 @@ import (
 	"github.com/watcher-dev/watcher/internal/pin"
 )
 
+// rolloutsHashLabel is the label of Argo Rollouts' ReplicaSets and pods
+// that pod-template-hash is of a Deployment's.
+const rolloutsHashLabel = "rollouts-pod-template-hash"
+
 // podsOf returns the label selector of the pods of a revision: a
-// ReplicaSet's by its pod-template-hash; a ControllerRevision's by
+// ReplicaSet's by its pod-template-hash (an Argo Rollout's: its
+// rollouts-pod-template-hash); a ControllerRevision's by
 // controller-revision-hash, which is its name (StatefulSet) or its hash
 // label (DaemonSet).
 func podsOf(kind string, meta metav1.ObjectMeta) string {
 	if kind == "ReplicaSet" {
-		if h := meta.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
-			return appsv1.DefaultDeploymentUniqueLabelKey + "=" + h
+		for _, k := range []string{appsv1.DefaultDeploymentUniqueLabelKey, rolloutsHashLabel} {
+			if h := meta.Labels[k]; h != "" {
+				return k + "=" + h
+			}
 		}
 		return ""
 	}

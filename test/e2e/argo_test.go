@@ -10,11 +10,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/controller"
+	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/workload"
 	"github.com/watcher-dev/watcher/test/fixture"
@@ -172,4 +175,86 @@ func ownedByRollout(p corev1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestPinnedArgoRollout (issue 31): Argo Rollouts' own controller rolls a
+// pinned Rollout: each restart by watcher is a ReplicaSet whose pods read
+// its snapshot, handed to that ReplicaSet; Argo's undo (the template of an
+// older ReplicaSet copied back, as `kubectl argo rollouts undo` does)
+// brings that revision's snapshot back, and watcher says RolledBack
+// without rolling.
+func TestPinnedArgoRollout(t *testing.T) {
+	dir := argoRollouts(t)
+	installCRDs(t, filepath.Join(dir, "crds"))
+	if _, err := installPinning(); err != nil {
+		t.Fatal(err)
+	}
+	g := NewWithT(t)
+	ns := namespace(t)
+	startArgo(t, dir, ns)
+	cm := fixture.ConfigMap(ns, "cfg", map[string]string{"a": "1"})
+	create(t, cm)
+	ro := argoRollout(t, ns, "own", map[string]any{"template": template(t, "own")})
+	ro.SetAnnotations(map[string]string{pin.Annotation: "true"})
+	create(t, ro)
+	waitRolledOut(t, ns, "own", 1)
+	startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"}).WaitReady(t)
+	waitAdopted(t, ro)
+
+	pinsOf := func(rs appsv1.ReplicaSet) string {
+		return pin.Parse(rs.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+	}
+	byRevision := func(n string) appsv1.ReplicaSet {
+		for _, rs := range rolloutReplicaSets(t, ns, "own") {
+			if rs.Annotations["rollout.argoproj.io/revision"] == n {
+				return rs
+			}
+		}
+		return appsv1.ReplicaSet{}
+	}
+	setData(t, cm, "a", "2")
+	waitRolledOut(t, ns, "own", 2)
+	second := byRevision("2")
+	g.Expect(pinsOf(second)).To(HavePrefix("cfg-pin-"))
+	setData(t, cm, "a", "3")
+	waitRolledOut(t, ns, "own", 3)
+	third := byRevision("3")
+	g.Expect(pinsOf(third)).To(And(HavePrefix("cfg-pin-"), Not(Equal(pinsOf(second)))))
+	g.Eventually(func() []string {
+		snap := get(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pinsOf(third)}})
+		var owners []string
+		for _, o := range snap.OwnerReferences {
+			owners = append(owners, o.Kind+"/"+o.Name)
+		}
+		return owners
+	}, wait).Should(Equal([]string{"ReplicaSet/" + third.Name}))
+	var pods corev1.PodList
+	g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": third.Labels["rollouts-pod-template-hash"]})).To(Succeed())
+	g.Expect(pods.Items).NotTo(BeEmpty())
+	for _, p := range pods.Items {
+		g.Expect(p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name).To(Equal(pinsOf(third)))
+	}
+
+	// Argo's undo: revision 2's template back on the Rollout.
+	tmpl := second.Spec.Template.DeepCopy()
+	delete(tmpl.Labels, "rollouts-pod-template-hash")
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tmpl)
+	g.Expect(err).NotTo(HaveOccurred())
+	cur := get(t, ro)
+	g.Expect(unstructured.SetNestedField(cur.Object, m, "spec", "template")).To(Succeed())
+	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
+	g.Eventually(func() string { return eventNote(t, ns, "Rollout", controller.ReasonRolledBack) }, 2*wait).
+		Should(ContainSubstring("configmap cfg back to " + pinsOf(second)))
+	g.Eventually(func() []string {
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "own"})).To(Succeed())
+		var reads []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				reads = append(reads, p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name)
+			}
+		}
+		return reads
+	}, 2*wait).Should(And(HaveLen(2), HaveEach(pinsOf(second))), "the pods read revision 2's snapshot again")
+	g.Expect(get(t, cm).Data).To(Equal(map[string]string{"a": "3"}), "the live ConfigMap untouched")
 }
