@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/watcher-dev/watcher/internal/pin"
 )
 
 // Check returns an error for each annotation among ann that is malformed:
@@ -48,6 +50,9 @@ func Check(ann map[string]string) error {
 	}
 	if _, err := RefreshSiblingsOf(ann); err != nil {
 		errs = append(errs, err)
+	}
+	if v, ok := ann[pin.Annotation]; ok && v != "true" && v != "false" {
+		errs = append(errs, fmt.Errorf("annotation %s is neither \"true\" nor \"false\"; not pinning", pin.Annotation))
 	}
 	return errors.Join(errs...)
 }

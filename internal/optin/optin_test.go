@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/refs"
 )
 
@@ -115,6 +116,8 @@ func TestCheck(t *testing.T) {
 		{"none", nil, nil},
 		{"valid", map[string]string{optin.ReloaderAuto: "true", optin.Ignore: "false", optin.SecretReload: "a,b-.*"}, nil},
 		{"auto not a boolean", map[string]string{optin.ReloaderAuto: "hunter2"}, []string{optin.ReloaderAuto, "neither true nor false"}},
+		{"pin not a boolean", map[string]string{pin.Annotation: "yes"}, []string{pin.Annotation, "not pinning"}},
+		{"pin true", map[string]string{pin.Annotation: "true"}, nil},
 		{"ignore not a boolean", map[string]string{optin.Ignore: "hunter2"}, []string{optin.Ignore}},
 		{"invalid entry", map[string]string{optin.ConfigMapReload: "ok,(bad"}, []string{optin.ConfigMapReload, `"(bad"`}},
 		{"both reported", map[string]string{optin.SecretAuto: "x", optin.SecretReload: "*"}, []string{optin.SecretAuto, optin.SecretReload, `"*"`}},
