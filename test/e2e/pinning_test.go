@@ -232,7 +232,7 @@ func TestPinnedRevisions(t *testing.T) {
 	g.Expect(string(secSnap.Data["password"])).To(Equal("p2"))
 	g.Expect(*cmSnap.Immutable && *secSnap.Immutable).To(BeTrue())
 	g.Expect(cmSnap.Labels).To(Equal(map[string]string{pin.SnapshotLabel: "true"}))
-	g.Expect(cmSnap.Annotations).To(Equal(map[string]string{pin.SnapshotOf: "configmap/app", pin.ChangedBy: "e2e.test"}), "none of the source's, and who wrote it")
+	g.Expect(cmSnap.Annotations).To(Equal(map[string]string{pin.SnapshotOf: "configmap/app", pin.ChangedBy: "e2e.test", pin.Bytes: "6"}), "none of the source's; who wrote it, and its size")
 	g.Eventually(func() []string { return ownerKinds(t, s) }, wait).Should(HaveEach("ReplicaSet"), "handed to the ReplicaSet")
 
 	// A second revision.
@@ -408,6 +408,7 @@ func TestPinnedRelease(t *testing.T) {
 	}
 	g.Eventually(func() map[string]string { return get(t, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}).Annotations }, wait).
 		Should(HaveKeyWithValue(pin.RolledBackFrom, ContainSubstring(latest[appSource])))
+	g.Eventually(func() int { return s.revision(t) }, wait).Should(Equal(4), "the undo's rollout")
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(4))
 	// explain says what the controller does: no restart.
 	code, out := runWatcher(t, nil, "explain", "deployment/web", "-n", s.ns, "--watcher-namespace", s.ns, "-o", "json")
