@@ -15,7 +15,7 @@ var servesMutatingPolicies = append([]string{"--api-versions", "admissionregistr
 
 // pinningRights are the rules pinning adds to the rules of the watched
 // namespaces (ClusterRole or Roles), as rules() writes them.
-var pinningRights = []string{"configmaps: create,patch", "secrets: create,patch", "apps/replicasets: get,list,watch", "apps/controllerrevisions: get,list,watch"}
+var pinningRights = []string{"configmaps: create,patch", "secrets: create,patch", "apps/replicasets: get,list,watch", "apps/controllerrevisions: get,list,watch", "pods: list"}
 
 // TestPinningChart renders the chart with and without pinning.enabled:
 // only with it, on an API server that serves MutatingAdmissionPolicy, are
@@ -65,7 +65,7 @@ func TestPinningChart(t *testing.T) {
 			// The policy's name and the budget are set, as watcher's other
 			// settings are, and read only with PINNING.
 			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING_POLICY", "pc-watcher-pins"))
-			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING_BUDGET", "256"))
+			g.Expect(envOf(d)).To(HaveKeyWithValue("PINNING_BUDGET", "64"))
 			g.Expect(creates(g, objs)).NotTo(ContainSubstring("snapshot"))
 		}},
 		{"enabled", append([]string{"--set", "pinning.enabled=true"}, servesMutatingPolicies...), func(g Gomega, objs []*unstructured.Unstructured) {
