@@ -78,4 +78,3 @@ func (o *Owners) unpinned(ctx context.Context, r revision) error {
 
 // ReasonPodsUnpinned says that pods of a pinned revision came up unpinned.
 const ReasonPodsUnpinned = "PodsUnpinned"
-
