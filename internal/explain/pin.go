@@ -6,6 +6,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/refs"
 )
 
 // Pin is how a source of a workload that pins its config is read.
@@ -24,13 +25,28 @@ const (
 	PinNext     = "next-restart"
 )
 
-// pinOf says how the source u of the workload obj is read, nil when obj
-// does not pin its config or u is no ConfigMap or Secret.
-func pinOf(obj client.Object, u Use, cfg Config) *Pin {
-	ann := optin.Of(obj)
-	if !pin.Wanted(ann) {
+// pins reports whether the workload obj, whose references are uses, pins
+// its config: its annotation, or a ReloadPolicy with pin that applies to
+// it, as the controller reads them.
+func (s Settings) pins(obj client.Object, uses []refs.Ref) bool {
+	if pin.Wanted(optin.Of(obj)) {
+		return true
+	}
+	if s.Policies == nil {
+		return false
+	}
+	a, err := s.Policies.For(obj, uses, s.configs())
+	return err == nil && a.Pin
+}
+
+// pinOf says how the source u of the workload obj, which pins its config
+// when pinned, is read; nil when it does not, or u is no ConfigMap or
+// Secret.
+func pinOf(obj client.Object, pinned bool, u Use, cfg Config) *Pin {
+	if !pinned {
 		return nil
 	}
+	ann := optin.Of(obj)
 	src, ok := pin.SourceOf(u.Kind, u.Name)
 	if !ok {
 		return nil

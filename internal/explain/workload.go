@@ -277,10 +277,11 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	for _, m := range p.Missing {
 		rep.Missing = append(rep.Missing, Missing{Kind: string(m.Ref.Kind), Name: m.Ref.Name, Keys: m.Keys})
 	}
+	pinned := s.pins(obj, in.Refs)
 	for i := range rep.Uses {
 		rep.Uses[i].Hashes = hashes(in, rep.Uses[i])
 		rep.Uses[i].ChangeSet = optin.ChangeSetOf(w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name].Annotations)
-		rep.Uses[i].Pin = pinOf(obj, rep.Uses[i], w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name])
+		rep.Uses[i].Pin = pinOf(obj, pinned, rep.Uses[i], w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name])
 	}
 	rep.Status = status(rep, p)
 	return rep, nil

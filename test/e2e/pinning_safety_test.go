@@ -296,6 +296,13 @@ func TestPinnedByPolicy(t *testing.T) {
 		}
 		return ""
 	}, wait).Should(Equal("True Pinned"))
+	// explain reads the policy as the controller does.
+	code, out := runWatcher(t, nil, "explain", "deployment/web", "-n", ns, "--watcher-namespace", ns, "-o", "json")
+	g.Expect(code).To(BeZero(), out)
+	var rep explain.WorkloadReport
+	g.Expect(json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep)).To(Succeed(), out)
+	g.Expect(rep.Uses).To(HaveLen(1))
+	g.Expect(rep.Uses[0].Pin).To(Equal(&explain.Pin{State: explain.PinPinned, Snapshot: templatePins(t, dep)[appSource]}))
 }
 
 // TestPinnedBudget (issue 31): with a namespace budget of 1 MiB
