@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -240,9 +241,13 @@ func TestPinnedArgoRollout(t *testing.T) {
 	delete(tmpl.Labels, "rollouts-pod-template-hash")
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tmpl)
 	g.Expect(err).NotTo(HaveOccurred())
-	cur := get(t, ro)
-	g.Expect(unstructured.SetNestedField(cur.Object, m, "spec", "template")).To(Succeed())
-	g.Expect(k8s.Update(ctx, cur)).To(Succeed())
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { // Argo writes the Rollout too
+		cur := get(t, ro)
+		if err := unstructured.SetNestedField(cur.Object, m, "spec", "template"); err != nil {
+			return err
+		}
+		return k8s.Update(ctx, cur)
+	})).To(Succeed())
 	g.Eventually(func() string { return eventNote(t, ns, "Rollout", controller.ReasonRolledBack) }, 2*wait).
 		Should(ContainSubstring("configmap cfg back to " + pinsOf(second)))
 	g.Eventually(func() []string {
