@@ -242,6 +242,15 @@ func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object
 	return res.Pins, nil
 }
 
+// pinSign signs the pins watcher writes (pin.SignatureAnnotation) with the
+// installation's key; nil without one.
+func (r *Reconciler) pinSign() pin.Signer {
+	if r.Config.Hasher == nil {
+		return nil
+	}
+	return r.Config.Hasher.MAC
+}
+
 // said remembers, per workload, the last cause of a Warning said, so that
 // it is said once per workload and cause, not at every restart.
 type said struct {

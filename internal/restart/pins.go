@@ -12,16 +12,20 @@ import (
 // and pin.PinnedLabel on the pod template, pin.RevisionLabel on the
 // workload, and the removal of pin.RolledBackFrom (a new content rolls).
 // With no pins, it removes them all: the new pods read the live objects.
-// Still one patch; metadata merges alike in a JSON merge patch and a
-// strategic merge patch.
-func WithPins(patch []byte, kind workload.Kind, pins pin.Pins) ([]byte, error) {
+// mac is the pins' signature (pin.Pins.Sign), written beside them as
+// pin.SignatureAnnotation. Still one patch; metadata merges alike in a
+// JSON merge patch and a strategic merge patch.
+func WithPins(patch []byte, kind workload.Kind, pins pin.Pins, mac string) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
 		return nil, err
 	}
-	var revision, pinned, written any // null: removed
+	var revision, pinned, written, signed any // null: removed
 	if len(pins) > 0 {
 		revision, pinned, written = pins.Digest(), "true", pins.String()
+		if mac != "" {
+			signed = mac
+		}
 	}
 	meta := child(m, "metadata")
 	child(meta, "labels")[pin.RevisionLabel] = revision
@@ -32,6 +36,7 @@ func WithPins(patch []byte, kind workload.Kind, pins pin.Pins) ([]byte, error) {
 	}
 	tm := child(at, "metadata")
 	child(tm, "annotations")[pin.PinsAnnotation] = written
+	child(tm, "annotations")[pin.SignatureAnnotation] = signed
 	child(tm, "labels")[pin.PinnedLabel] = pinned
 	return json.Marshal(m)
 }
