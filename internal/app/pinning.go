@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/snapshot"
@@ -28,4 +29,13 @@ func newPinning(o *options.Options, mgr manager.Manager, hasher *hash.Hasher, lo
 	maker := &snapshot.Maker{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Hasher: hasher, Policy: o.PinningPolicy,
 		Budget: int64(o.PinningBudget) << 20, Stored: owners.Stored}
 	return maker, owners, nil
+}
+
+// snapshotView is owners as the controller's view of every snapshot; nil
+// (no view) without pinning.
+func snapshotView(owners *snapshot.Owners) controller.SnapshotView {
+	if owners == nil {
+		return nil
+	}
+	return owners
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/options"
+	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -172,6 +173,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *options.Options, log logr.Log
 		Alerts:             alerts,
 		CSI:                csiOpts,
 		Snapshots:          maker,
+		SnapshotView:       snapshotView(owners),
 		Policies:           &controller.Policies{Index: policies, Watcher: pw, Status: status},
 		Namespace:          o.OwnNamespace(),
 		Own: []object.Ref{
@@ -274,7 +276,7 @@ func newStore(cfg *rest.Config, o *options.Options, h *hash.Hasher, r *resolve.R
 		Dynamic:                   dyn,
 		Keys:                      o.AnnotationKeys,
 		WorkloadAnnotations:       append([]string{o.Annotation, plan.RecordAnnotation, plan.HashKeyAnnotation, plan.VersionAnnotation, restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation, guard.PendingAnnotation, evict.DoneAnnotation}, optin.WorkloadKeys...),
-		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation}, optin.ConfigKeys...),
+		ConfigAnnotations:         append([]string{o.Annotation, guard.ReleaseAnnotation, pin.Annotation, pin.CertificateName}, optin.ConfigKeys...),
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -61,6 +62,9 @@ type gathered struct {
 	dryRecord plan.Record
 	dryKnown  bool
 	mounted   map[string]map[string]string
+	// outcome is what the rules after the decision made of its plan
+	// (package verdict): the pins its write carries.
+	outcome verdict.Outcome
 	// restarted: apply wrote its restart (stale.go).
 	restarted bool
 	// findings are the malformed annotations and records found, reported
@@ -212,13 +216,13 @@ func (r *Reconciler) config(ref refs.Ref, namespace string, w *gathered) (plan.C
 		return plan.Config{}, err
 	}
 	w.findings = append(w.findings, func(ctx context.Context) { r.checkAnnotations(ctx, obj) })
-	return configOf(obj, d.Keys), nil
+	return configOf(obj, d), nil
 }
 
 // configOf returns the state of a ConfigMap or Secret that exists, with keys
 // hashed, for plan.Decide and its rules.
-func configOf(obj client.Object, keys map[string]string) plan.Config {
-	return plan.Config{Present: true, Keys: keys, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels(), Version: obj.GetResourceVersion()}
+func configOf(obj client.Object, d hash.Digest) plan.Config {
+	return plan.Config{Present: true, Keys: d.Keys, Sum: d.Sum, Annotations: obj.GetAnnotations(), Labels: obj.GetLabels(), Version: obj.GetResourceVersion()}
 }
 
 // checkAnnotations reports malformed annotations on obj: the opt-out

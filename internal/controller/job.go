@@ -30,8 +30,8 @@ func (r *Reconciler) write(ctx context.Context, w *gathered, obj client.Object, 
 		return r.recreations.Recreate(ctx, obj, pt, patch, []byte(r.guards.State(req, &batchv1.Job{})))
 	}
 	patchType, patch := restart.PatchFor(obj, p, r.Config.Hasher.ID(), kind, s, r.guards.State(req, obj))
-	if p.Action == plan.Restart && r.pinning(w) {
-		pins, err := r.pinsFor(ctx, w, obj) // pin.go
+	if w.outcome.WritePins {
+		pins, err := r.pinsFor(ctx, w, obj, w.outcome) // pin.go
 		if err != nil {
 			return obj, err
 		}

@@ -3,18 +3,18 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/optin"
@@ -23,6 +23,8 @@ import (
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/slim"
+	"github.com/watcher-dev/watcher/internal/snapshot"
+	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -33,127 +35,181 @@ const (
 	ReasonPinningOff     = "PinningOff"
 	ReasonPinNameTaken   = "PinNameTaken"
 	ReasonPinBudgetSpent = "PinBudgetSpent"
+	ReasonPinsTooMany    = "PinsTooMany"
 )
 
-// pinning reports whether the restarts of w write pins: pinning is on, its
-// kind keeps templates in revisions, it is not in dry-run, its restart
-// changes the template (not evict), and it asks for pinning or its
-// template still has pins (then they are removed).
-func (r *Reconciler) pinning(w *gathered) bool {
-	if r.Config.Snapshots == nil || w.dry != nil {
-		return false
-	}
-	if k, ok := workload.ByName(w.key.Kind); !ok || !k.Pinnable {
-		return false
-	}
-	if _, evicts := w.strategy.(restart.Evict); evicts {
-		return false
-	}
-	return wantsPins(w, w.obj) || len(optin.TemplatePins(optin.Of(w.obj))) > 0
+// SnapshotView sees every snapshot and pinned revision of the namespaces
+// watched, whatever --config-selector keeps in the store
+// (snapshot.Owners); known is false until it has synced.
+type SnapshotView interface {
+	Exists(kind, ns, name string) (exists, known bool)
+	PinnedBefore(ns string, uid types.UID) (pinned, known bool)
 }
 
-// wantsPins reports whether the workload w (as obj) asks for pinning: its
-// annotation, or a ReloadPolicy that applies to it.
-func wantsPins(w *gathered, obj client.Object) bool {
-	return pin.Wanted(optin.Of(obj)) || w.applied.Pin
+// facts returns what the rules after the decision (package verdict) read
+// of w: its sources, as gathered, and its pin facts. The one place the
+// controller builds them; explain and stale build the same from what
+// they read.
+func (r *Reconciler) verdictFacts(ctx context.Context, w *gathered) (verdict.Facts, error) {
+	f := verdict.Facts{Annotations: optin.Of(w.obj), Recorded: w.in.Recorded, Version: w.in.Version,
+		Sources: Sources(w.obj, w.in)}
+	var err error
+	f.Pin, err = r.pinFacts(ctx, w, f.Annotations)
+	return f, err
 }
 
-// pinVerdict acts, before p is applied, on what the template of a
-// workload that pins says (pin.Judge): a rollback is recorded and nothing
-// else done (done); pins stripped are written again by a restart; a
-// restart only to the contents a rollback left (pin.RolledBackFrom) is
-// not made.
-func (r *Reconciler) pinVerdict(ctx context.Context, w *gathered, p plan.Plan) (_ plan.Plan, done bool, _ error) {
-	if !r.pinning(w) {
-		return p, false, nil
-	}
-	if !wantsPins(w, w.obj) {
-		return p, false, nil
-	}
-	ann := optin.Of(w.obj)
-	template := optin.TemplatePins(ann)
-	verdict := pin.Judge(template, slim.Labels(w.obj).Get(pin.RevisionLabel))
-	var missing []string
-	if verdict == pin.RolledBack {
-		missing = r.missingSnapshots(w.key.Namespace, template)
-	}
-	switch {
-	case verdict == pin.RolledBack && len(missing) == 0:
-		return plan.Plan{}, true, r.rolledBack(ctx, w, template)
-	case verdict == pin.RolledBack, verdict == pin.Stripped:
-		why := "The pod template lost its pins (" + pin.PinsAnnotation + ")"
-		if len(missing) > 0 { // a manifest copied from elsewhere: its pods could not start
-			why = note.Join("The pod template pins snapshots that do not exist: ", missing)
-		}
-		p = repin(p, w.in.Recorded)
-		if p.Action == plan.Restart {
-			r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin", "%s",
-				note.Truncate(why+"; restarting once to pin its config again"))
+// Sources returns the verdict facts of the ConfigMaps and Secrets of the
+// input in of the workload obj.
+func Sources(obj client.Object, in plan.Input) map[string]verdict.Source {
+	read := map[string]bool{}
+	if podRefs, err := workload.Refs(obj); err == nil {
+		for _, ref := range podRefs {
+			read[ref.ID()] = true
 		}
 	}
-	from := pin.Parse(ann[pin.RolledBackFrom])
-	if p.Action == plan.Restart && len(from) > 0 && r.onlyRolledBackFrom(w.key.Namespace, p, from) {
-		ctrl.LoggerFrom(ctx).Info("Not restarting: the changes are the contents a rollback left; a new content, or removing the annotation, rolls forward",
-			"annotation", pin.RolledBackFrom)
-		return plan.Plan{Action: plan.None}, false, nil
-	}
-	return p, false, nil
-}
-
-// repin makes p a restart, to write the pins again, when it is none (or
-// only a record refresh): with the record it would write, or recorded.
-func repin(p plan.Plan, recorded plan.Record) plan.Plan {
-	if p.Action != plan.None && p.Action != plan.Refresh {
-		return p
-	}
-	if p.Record == nil {
-		p.Record = recorded
-	}
-	if p.Record != nil {
-		p.Action = plan.Restart
-	}
-	return p
-}
-
-// missingSnapshots names the snapshots of pins that the store does not
-// hold.
-func (r *Reconciler) missingSnapshots(ns string, pins pin.Pins) []string {
-	var out []string
-	for _, src := range sortedSources(pins) {
-		if obj, err := r.Store.Get(storeKind(src), ns, pins[src]); err == nil && obj == nil {
-			out = append(out, src.Kind+" "+pins[src])
+	out := make(map[string]verdict.Source, len(in.Refs))
+	for _, ref := range in.Refs {
+		src, ok := pinSource(ref)
+		if !ok {
+			continue
 		}
+		cfg := in.Configs[ref.ID()]
+		s := verdict.Source{Present: cfg.Present, Version: cfg.Version, ChangeSet: optin.ChangeSetOf(cfg.Annotations),
+			IsSnapshot: cfg.Labels[pin.SnapshotLabel] == "true", PodSpec: read[ref.ID()],
+			Floats: pin.Floats(src.Kind, "", cfg.Annotations)}
+		if cfg.Sum != "" {
+			s.Snapshot = pin.SnapshotName(src.Name, cfg.Sum)
+		}
+		if v, rule := in.Rules.Evaluate(in, ref); s.Floats == "" && v != plan.Count {
+			s.Floats = "its changes restart nothing (" + rule + ")"
+		}
+		out[ref.ID()] = s
 	}
 	return out
 }
 
-// onlyRolledBackFrom reports whether every change of p is a source now at
-// the content (snapshot) from says a rollback left (pin.LeftByRollback).
-func (r *Reconciler) onlyRolledBackFrom(ns string, p plan.Plan, from pin.Pins) bool {
-	sources := make([]pin.Source, 0, len(p.Changes))
-	for _, c := range p.Changes {
-		src, ok := pinSource(c.Ref)
-		if !ok {
-			return false
-		}
-		sources = append(sources, src)
+// pinFacts returns the pin facts of w (annotations ann). Pinning is on
+// for it when the installation pins (the admission policy is installed:
+// only its absence turns pinning off; any other error is returned, to
+// try again), its kind keeps templates in revisions, and it is not in
+// dry-run; the policy is read only for a workload that pins or has pins.
+func (r *Reconciler) pinFacts(ctx context.Context, w *gathered, ann map[string]string) (verdict.Pinning, error) {
+	f := verdict.Pinning{Wanted: pin.Wanted(ann) || w.applied.Pin, Template: optin.TemplatePins(ann),
+		Revision: slim.Labels(w.obj).Get(pin.RevisionLabel), From: pin.Parse(ann[pin.RolledBackFrom])}
+	_, f.Evicts = w.strategy.(restart.Evict)
+	k, ok := workload.ByName(w.key.Kind)
+	if r.Config.Snapshots == nil || w.dry != nil || !ok || !k.Pinnable || (!f.Wanted && len(f.Template) == 0) {
+		return f, nil
 	}
-	return pin.LeftByRollback(from, sources, func(src pin.Source) string {
-		live, _ := r.liveSnapshot(ns, src)
-		return live
-	})
+	if err := r.Config.Snapshots.Installed(ctx); err != nil {
+		if !errors.Is(err, snapshot.ErrOff) {
+			metrics.Errors.WithLabelValues("get").Inc()
+			return f, err
+		}
+		metrics.PinningAvailable.Set(0)
+		if f.Wanted && r.pinningOff.first(w.obj.GetUID(), err.Error()) { // once per workload and cause
+			ctrl.LoggerFrom(ctx).Error(err, "Pinning is off")
+			r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinningOff, "Pin", "%s", note.Truncate(err.Error()))
+		}
+		return f, nil
+	}
+	r.pinningOff.forget(w.obj.GetUID())
+	metrics.PinningAvailable.Set(1)
+	f.On = true
+	if !f.Wanted || f.Evicts {
+		return f, nil
+	}
+	missing, err := r.missingSnapshots(ctx, w.key.Namespace, f.Template)
+	if err != nil {
+		return f, err
+	}
+	f.Missing = missing
+	if len(f.Template) == 0 && f.Revision == "" && r.Config.SnapshotView != nil {
+		f.PinnedBefore, _ = r.Config.SnapshotView.PinnedBefore(w.key.Namespace, w.obj.GetUID())
+	}
+	return f, nil
+}
+
+// missingSnapshots names the snapshots of pins that do not exist, as the
+// snapshot view sees them (every snapshot, whatever --config-selector
+// keeps in the store), or the API server until it has synced.
+func (r *Reconciler) missingSnapshots(ctx context.Context, ns string, pins pin.Pins) ([]string, error) {
+	var out []string
+	for _, src := range pin.Sorted(pins) {
+		exists, known := false, false
+		if r.Config.SnapshotView != nil {
+			exists, known = r.Config.SnapshotView.Exists(src.Kind, ns, pins[src])
+		}
+		if !known {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(storeKind(src)))
+			err := r.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: pins[src]}, m)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("get snapshot %s/%s: %w", ns, pins[src], err)
+			}
+			exists = err == nil
+		}
+		if !exists {
+			out = append(out, src.Kind+" "+pins[src])
+		}
+	}
+	return out, nil
+}
+
+// afterDecision runs the rules after the decision (verdict.Apply) on p,
+// decided for w, and says what they did: a release that carries the
+// change, a rollback recorded (done: nothing else to do), pins written
+// again, a restart only to a rollback's content not made.
+func (r *Reconciler) afterDecision(ctx context.Context, w *gathered, p plan.Plan) (_ verdict.Outcome, done bool, _ error) {
+	f, err := r.verdictFacts(ctx, w)
+	if err != nil {
+		return verdict.Outcome{}, false, err
+	}
+	out := verdict.Apply(f, p)
+	switch out.Rule {
+	case verdict.RuleInRelease:
+		r.inRelease(ctx, w.obj)
+	case verdict.RuleRolledBack:
+		return out, true, r.rolledBack(ctx, w, f)
+	case verdict.RuleRepin:
+		if out.Plan.Action == plan.Restart {
+			r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin", "%s",
+				note.Truncate(out.Why+"; restarting once to pin its config again"))
+		}
+	case verdict.RuleLeftByRollback:
+		ctrl.LoggerFrom(ctx).Info("Not restarting: the changes are the contents a rollback left; a new content, or removing the annotation, rolls forward",
+			"annotation", pin.RolledBackFrom)
+	}
+	if out.Template {
+		w.strategy = r.templateStrategy()
+		ctrl.LoggerFrom(ctx).Info("Restarting by writing the pod template once: its strategy cannot keep the pins it has, they are removed")
+	}
+	if out.Stale {
+		r.stale.set(w.key, true)
+	}
+	return out, false, nil
+}
+
+// templateStrategy is the strategy of a restart that must write the pod
+// template: the installation's, unless it is evict.
+func (r *Reconciler) templateStrategy() restart.Strategy {
+	if _, evicts := r.Config.Strategy.(restart.Evict); evicts || r.Config.Strategy == nil {
+		return restart.Annotation{}
+	}
+	return r.Config.Strategy
 }
 
 // rolledBack records a native rollback of w, whose template now pins
 // template: the revision it runs (pin.RevisionLabel) and the contents it
 // left (pin.RolledBackFrom), with an Event naming each source's snapshot
 // before and after. One patch; nothing restarts.
-func (r *Reconciler) rolledBack(ctx context.Context, w *gathered, template pin.Pins) error {
+func (r *Reconciler) rolledBack(ctx context.Context, w *gathered, f verdict.Facts) error {
+	template := f.Pin.Template
 	left := pin.Pins{}
 	var notes []string
-	for _, src := range sortedSources(template) {
-		live, ok := r.liveSnapshot(w.key.Namespace, src)
-		if !ok || live == template[src] {
+	for _, src := range pin.Sorted(template) {
+		live := f.Sources[string(storeKind(src))+"/"+src.Name].Snapshot
+		if live == "" || live == template[src] {
 			continue
 		}
 		left[src] = live
@@ -182,13 +238,9 @@ func (r *Reconciler) rolledBack(ctx context.Context, w *gathered, template pin.P
 }
 
 // pinsFor makes the snapshots of the restart of w (obj, as it will be
-// patched) and returns the pins to write: none when w no longer asks for
-// pinning, or when pinning is not installed (then said in a Warning), so
-// that its pods read the live objects.
-func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object) (pin.Pins, error) {
-	if !wantsPins(w, obj) {
-		return nil, nil
-	}
+// patched) of the sources out says it pins, and returns the pins to write
+// (none: the pins are removed, the pods read the live objects).
+func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object, out verdict.Outcome) (pin.Pins, error) {
 	if w.applied.Pin && r.Config.Policies != nil && r.Config.Policies.Status != nil {
 		for _, p := range w.applied.Policies {
 			if p.Pin {
@@ -196,29 +248,21 @@ func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object
 			}
 		}
 	}
-	if err := r.Config.Snapshots.Installed(ctx); err != nil {
-		metrics.PinningAvailable.Set(0)
+	if out.TooMany {
 		metrics.PinnedRestarts.WithLabelValues("unpinned").Inc()
-		if r.pinningOff.first(obj.GetUID(), err.Error()) { // once per workload and cause
-			ctrl.LoggerFrom(ctx).Error(err, "Pinning is off")
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinningOff, "Pin", "%s", note.Truncate(err.Error()))
-		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinsTooMany, "Pin", "%s",
+			note.Truncate(fmt.Sprintf("Not pinned: the pods read more than %d ConfigMaps and Secrets, more than the admission policy can evaluate; they read the live objects", pin.MaxPins)))
 		return nil, nil
 	}
-	r.pinningOff.forget(obj.GetUID())
-	metrics.PinningAvailable.Set(1)
-	var sources []pin.Source
-	for _, ref := range w.in.Refs {
-		if src, ok := pinSource(ref); ok && w.in.Configs[ref.ID()].Present {
-			sources = append(sources, src)
-		}
+	if len(out.Pins) == 0 {
+		return nil, nil
 	}
 	k, _ := workload.ByName(w.key.Kind)
-	res, err := r.Config.Snapshots.Make(ctx, obj, metav1.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Name()}, sources)
+	res, err := r.Config.Snapshots.Make(ctx, obj, metav1.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Name()}, out.Pins)
 	if err != nil {
 		return nil, err
 	}
-	for _, src := range sources {
+	for _, src := range out.Pins {
 		if _, ok := res.Pins[src]; ok {
 			how := "reused"
 			if slices.Contains(res.Made, src) {
@@ -231,7 +275,7 @@ func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object
 	if len(res.Taken) > 0 {
 		outcome = "partial"
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinNameTaken, "Pin", "%s",
-			note.Join("Left live, not pinned: the name of its snapshot is taken by an object that is not its snapshot, or the API server refused it: ", names(res.Taken)))
+			note.Join("Left live, not pinned: the name of its snapshot is taken by an object that is not its snapshot: ", names(res.Taken)))
 	}
 	if len(res.OverBudget) > 0 {
 		outcome = "partial"
@@ -288,30 +332,6 @@ func storeKind(src pin.Source) string {
 		return string(refs.Secret)
 	}
 	return string(refs.ConfigMap)
-}
-
-// liveSnapshot names the snapshot of src's content now, as the store holds
-// its digest.
-func (r *Reconciler) liveSnapshot(ns string, src pin.Source) (string, bool) {
-	obj, err := r.Store.Get(storeKind(src), ns, src.Name)
-	if err != nil || obj == nil {
-		return "", false
-	}
-	d, err := hash.FromObject(obj)
-	if err != nil {
-		return "", false
-	}
-	return pin.SnapshotName(src.Name, d.Sum), true
-}
-
-// sortedSources returns the sources of p in order.
-func sortedSources(p pin.Pins) []pin.Source {
-	out := make([]pin.Source, 0, len(p))
-	for s := range p {
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b pin.Source) int { return strings.Compare(a.String(), b.String()) })
-	return out
 }
 
 // names writes sources as "kind name".

@@ -256,18 +256,12 @@ func (r *Reconciler) reconcile(ctx context.Context, w *gathered, known *triaged,
 			return plan.Plan{}, err
 		}
 	}
-	if r.guards.InRelease(w.key, w.obj, p) {
-		p.Action = plan.Refresh
-		r.inRelease(ctx, w.obj)
-	}
-	due := p.Action == plan.Restart
-	p, done, err := r.pinVerdict(ctx, w, p) // pin.go
+	out, done, err := r.afterDecision(ctx, w, p) // pin.go
 	if err != nil || done {
-		return p, err
+		return out.Plan, err
 	}
-	if due && p.Action != plan.Restart { // a rollback's content, not rolled forward to
-		r.stale.set(w.key, true)
-	}
+	p, w.outcome = out.Plan, out
+	due := p.Action == plan.Restart || out.Stale
 	obj, p, err := r.recreations.Facts(ctx, w.key, w.obj, w.in, p)
 	if err != nil {
 		return plan.Plan{}, err

@@ -137,6 +137,9 @@ type Config struct {
 	// Snapshots, when set (--pinning), makes the snapshots of the
 	// restarts of workloads that pin their config (package pin).
 	Snapshots *snapshot.Maker
+	// SnapshotView sees every snapshot and pinned revision
+	// (snapshot.Owners); nil: the API server is asked.
+	SnapshotView SnapshotView
 	// CSI, when set, follows the Secrets Store CSI Driver's
 	// SecretProviderClassPodStatuses while their API is served (see
 	// package csi and mounted); New fills its Enqueue.

@@ -41,7 +41,7 @@ func (r *Reconciler) verify(ctx context.Context, namespace string, in plan.Input
 				return p, err
 			}
 			r.checkAnnotations(ctx, obj)
-			cfg = configOf(obj, d.Keys)
+			cfg = configOf(obj, d)
 		}
 		in.Configs[c.Ref.ID()] = cfg
 	}

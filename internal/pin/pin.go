@@ -211,11 +211,15 @@ func Floats(kind, typ string, ann map[string]string) string {
 	case "kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson":
 		return "an image pull secret"
 	}
-	if _, ok := ann["cert-manager.io/certificate-name"]; ok {
+	if _, ok := ann[CertificateName]; ok {
 		return "a cert-manager certificate"
 	}
 	return ""
 }
+
+// CertificateName, on a Secret, names the cert-manager Certificate that
+// writes it: such a Secret floats.
+const CertificateName = "cert-manager.io/certificate-name"
 
 // LeftByRollback reports whether a restart for the changes of sources,
 // each at the content whose snapshot live names ("" when it is no
@@ -236,3 +240,13 @@ func LeftByRollback(from Pins, sources []Source, live func(Source) string) bool 
 
 // Wanted reports whether the workload annotations ann ask for pinning.
 func Wanted(ann map[string]string) bool { return ann[Annotation] == "true" }
+
+// Sorted returns the sources of p in order.
+func Sorted(p Pins) []Source {
+	out := make([]Source, 0, len(p))
+	for s := range p {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}

@@ -73,6 +73,9 @@ type Config struct {
 	Annotations, Labels map[string]string
 	// Version is the object's resourceVersion, "" when not known.
 	Version string
+	// Sum is the keyed digest of its whole content (hash.Digest.Sum,
+	// hex), "" when not known: it names its snapshot (package pin).
+	Sum string
 }
 
 // Input is everything Decide looks at.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -57,6 +58,10 @@ type Owners struct {
 	// pods are looked at (0: 10s).
 	Recorder   events.EventRecorder
 	CheckAfter time.Duration
+
+	// synced: the watches of revisions and snapshots have synced
+	// (Exists, PinnedBefore).
+	synced atomic.Bool
 
 	mu        sync.Mutex
 	done      map[types.UID]bool
@@ -181,6 +186,12 @@ func (o *Owners) Start(ctx context.Context) error {
 	for _, f := range snapshots {
 		f.Start(ctx.Done())
 	}
+	go func() {
+		for _, f := range snapshots {
+			f.WaitForCacheSync(ctx.Done())
+		}
+		o.synced.Store(ctx.Err() == nil)
+	}()
 	for range 2 {
 		go func() {
 			for o.next(ctx, q) {

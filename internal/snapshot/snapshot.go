@@ -24,6 +24,7 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,8 +72,15 @@ type Maker struct {
 // recheck is how long Installed trusts its last answer.
 const recheck = 10 * time.Second
 
+// ErrOff wraps the answer of Installed when the admission policy or its
+// binding is not there: pinning is off. Any other error of Installed is
+// the API server's, to try again: it is never taken for off.
+var ErrOff = errors.New("pinning is off")
+
 // Installed returns nil when the admission policy and its binding are
-// installed (read at most every 10 s), else why pinning is off.
+// installed, an error wrapping ErrOff when one of them is not found (both
+// answers trusted for 10 s), and any other error of the API server as it
+// is, not trusted: the caller tries again.
 func (m *Maker) Installed(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -80,14 +88,18 @@ func (m *Maker) Installed(ctx context.Context) error {
 	if !m.checked.IsZero() && now.Sub(m.checked) < recheck {
 		return m.installed
 	}
-	m.checked = now
-	m.installed = nil
-	if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicy{}); err != nil {
-		m.installed = fmt.Errorf("the MutatingAdmissionPolicy %s that pins pods is not there (%w): restarting without pinning", m.Policy, err)
-	} else if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicyBinding{}); err != nil {
-		m.installed = fmt.Errorf("the MutatingAdmissionPolicyBinding %s that pins pods is not there (%w): restarting without pinning", m.Policy, err)
+	var off error
+	if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicy{}); apierrors.IsNotFound(err) {
+		off = fmt.Errorf("%w: the MutatingAdmissionPolicy %s that pins pods is not there: restarting without pinning", ErrOff, m.Policy)
+	} else if err != nil {
+		return fmt.Errorf("get MutatingAdmissionPolicy %s: %w", m.Policy, err)
+	} else if err := m.Fresh.Get(ctx, types.NamespacedName{Name: m.Policy}, &admissionv1.MutatingAdmissionPolicyBinding{}); apierrors.IsNotFound(err) {
+		off = fmt.Errorf("%w: the MutatingAdmissionPolicyBinding %s that pins pods is not there: restarting without pinning", ErrOff, m.Policy)
+	} else if err != nil {
+		return fmt.Errorf("get MutatingAdmissionPolicyBinding %s: %w", m.Policy, err)
 	}
-	return m.installed
+	m.checked, m.installed = now, off
+	return off
 }
 
 func (m *Maker) now() time.Time {
