@@ -25,6 +25,10 @@
 //
 //	reference                                   kept?
 //	into a namespace whose kind is ignored      no (IGNORE_*_NAMESPACES)
+//	by a match, to a snapshot (IsSnapshot)      no: a snapshot is never a
+//	                                            source
+//	by name, to a snapshot                      yes: pods read what their
+//	                                            spec names
 //	anything else                               yes
 //
 // A Source may also narrow (a Narrower) the references Resolve found: a
@@ -237,7 +241,9 @@ func (r *Resolver) matched(obj client.Object, s Source, configs Configs) ([][]re
 }
 
 // expand returns a reference to each object of namespace that match
-// accepts.
+// accepts, snapshots left out (IsSnapshot): whatever a pattern or selector
+// says, a match never reaches a snapshot, so that pinning a match's objects
+// never pins a snapshot of a snapshot.
 func expand(match Match, namespace string, configs Configs) ([]refs.Ref, error) {
 	objs, err := configs.List(match.Kind, namespace)
 	if err != nil {
@@ -245,7 +251,7 @@ func expand(match Match, namespace string, configs Configs) ([]refs.Ref, error) 
 	}
 	var out []refs.Ref
 	for _, o := range objs {
-		if match.Accepts(o) {
+		if !IsSnapshot(o) && match.Accepts(o) {
 			ref := match.Ref
 			ref.Kind, ref.Name = match.Kind, o.GetName()
 			out = append(out, ref)

@@ -375,6 +375,21 @@ type User struct {
 // namespace/name: those that name it, and those that match objects of its
 // kind in its namespace (IndexWildcards), each once, each a copy of the
 // caller's own.
+//
+//	the object, as the store holds it      users
+//	a snapshot (resolve.IsSnapshot)         those that name it
+//	not held (deleted, or not yet seen)     those that name it, those that
+//	                                        match (it may have been a source)
+//	any other                               those that name it, those that
+//	                                        match
+//
+// A snapshot is never the source of a match (package resolve), so its
+// creation (each pinned restart makes some) reconciles no workload that
+// only matches; the check is one lookup in the object's informer. Limit:
+// the store holds the object only as it is now, so a deleted snapshot
+// reaches the matching workloads (with reload on delete; they find nothing
+// to do), and a source that becomes labelled a snapshot does not (they
+// resolve without it at their next reconcile).
 func (s *Store) Users(kind refs.Kind, namespace, name string) ([]User, error) {
 	var out []User
 	err := s.eachUser(kind, namespace, name, func(k string, o *packed.Object) {
@@ -395,6 +410,7 @@ func (s *Store) eachUser(kind refs.Kind, namespace, name string, fn func(kind st
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	matched := s.opts.Wildcards != nil && !s.isSnapshot(kind, namespace, name)
 	for _, k := range workload.Kinds {
 		inf := s.informer(k.Name(), namespace)
 		if inf == nil {
@@ -404,7 +420,7 @@ func (s *Store) eachUser(kind refs.Kind, namespace, name string, fn func(kind st
 		if err != nil {
 			return fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
 		}
-		if s.opts.Wildcards != nil {
+		if matched {
 			wild, err := inf.GetIndexer().ByIndex(IndexWildcards, string(kind)+"/"+namespace)
 			if err != nil {
 				return fmt.Errorf("look up users of %s %s/%s: %w", kind, namespace, name, err)
