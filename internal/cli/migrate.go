@@ -47,7 +47,7 @@ func newMigration(prog string, stderr io.Writer) *migration {
 	fs.StringVar(&m.install.Namespace, "release-namespace", "watcher", "namespace of the helm release")
 	fs.StringVar(&m.install.Chart, "chart", "deploy/helm/watcher", "watcher's chart")
 	fs.StringVar(&m.install.Image, "image", "ghcr.io/watcher-dev/watcher", "watcher's image, for the image swap (the one you pushed)")
-	fs.StringVar(&m.install.RBAC, "rbac", "deploy/reloader", "folder of the rights watcher needs in Reloader's Deployment (rbac.yaml, rbac-namespaced.yaml), for the image swap")
+	fs.StringVar(&m.install.RBAC, "rbac", "deploy/reloader", "folder of the rights watcher needs in Reloader's Deployment (rbac.yaml, rbac-namespaced.yaml) and of their admission policy (admissionpolicy.yaml), for the image swap")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s migrate [-n NAMESPACE] [--deployment NAME] [-o text|json] [flags]\n"+
 			"       %s migrate --compare [-n NAMESPACE] [--since 1h] [-o text|json] [flags]\n\n"+
@@ -137,7 +137,8 @@ func (m *migration) runPlan(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("watcher cannot read the arguments and environment of Reloader %s/%s (it would not start with them): %w", rel.Namespace, rel.Name, err)
 		}
-		in := migrate.Input{Reloader: rel, Options: o, Unread: unreadWhy, Install: m.install}
+		in := migrate.Input{Reloader: rel, Options: o, Unread: unreadWhy, Install: m.install,
+			Neighbours: r.neighbours(ctx, rel.Namespace)}
 		if unreadWhy == "" {
 			if in.Workloads, err = cl.workloads(o, objs); err != nil {
 				return err
@@ -149,11 +150,15 @@ func (m *migration) runPlan(ctx context.Context, out io.Writer) error {
 	case "json":
 		return explain.WriteJSON(out, plans)
 	case "rbac":
+		// The manifest goes to kubectl; the warning, to the terminal.
 		for i, p := range plans {
 			if i > 0 {
 				fmt.Fprintln(out, "---")
 			}
 			fmt.Fprint(out, p.ImageSwap.Manifest)
+			for _, l := range p.ImageSwap.Warning {
+				fmt.Fprintf(m.stderr, "%s migrate: %s\n", m.prog, l)
+			}
 		}
 		return nil
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,6 +28,29 @@ func (r *reader) deployments(ctx context.Context, namespace string) ([]appsv1.De
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
 	return list.Items, nil
+}
+
+// neighbours lists the names of the ServiceAccounts and ConfigMaps of
+// namespace (metadata only), where the image swap would grant watcher's
+// rights on its own state; Unread says why not, when they cannot be
+// listed.
+func (r *reader) neighbours(ctx context.Context, namespace string) *migrate.Neighbours {
+	n := &migrate.Neighbours{}
+	for _, kind := range []string{"ServiceAccount", "ConfigMap"} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
+		if err := r.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return &migrate.Neighbours{Unread: fmt.Sprintf("list %ss of %s: %v", strings.ToLower(kind), namespace, err)}
+		}
+		for _, item := range list.Items {
+			if kind == "ServiceAccount" {
+				n.ServiceAccounts = append(n.ServiceAccounts, item.Name)
+			} else {
+				n.ConfigMaps = append(n.ConfigMaps, item.Name)
+			}
+		}
+	}
+	return n
 }
 
 // restartEvents lists the Events of namespace ("" for all) that say a

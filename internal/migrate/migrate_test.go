@@ -175,8 +175,10 @@ func TestImageSwap(t *testing.T) {
 		rbac     string
 		printed  string
 	}{
-		{"default", nil, "sed -e 's/namespace: reloader$/namespace: reloader/' -e 's/name: reloader-reloader$/name: reloader-reloader/' deploy/reloader/rbac.yaml | kubectl apply -f -", ""},
-		{"namespaced", nil, "deploy/reloader/rbac-namespaced.yaml | kubectl apply -f -", ""},
+		{"default", nil, "sed -e 's/namespace: reloader$/namespace: reloader/' -e 's/name: reloader-reloader$/name: reloader-reloader/' " +
+			"-e 's/image-swap-reloader$/image-swap-reloader/' -e 's/:reloader:reloader-reloader/:reloader:reloader-reloader/' " +
+			`-e "s/namespace == 'reloader'/namespace == 'reloader'/" deploy/reloader/rbac.yaml deploy/reloader/admissionpolicy.yaml | kubectl apply -f -`, ""},
+		{"namespaced", nil, "deploy/reloader/rbac-namespaced.yaml deploy/reloader/admissionpolicy.yaml | kubectl apply -f -", ""},
 		{"namespaced", manifest, "watcher migrate -n reloader --deployment reloader-reloader -o rbac | kubectl apply -f -", "rbac for reloader reloader-reloader true"},
 		{"ha", manifest, "watcher migrate -n reloader --deployment reloader-reloader -o rbac | kubectl apply -f -", "rbac for reloader reloader-reloader false"},
 	}

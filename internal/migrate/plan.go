@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/watcher-dev/watcher/deploy/reloader"
 	"github.com/watcher-dev/watcher/internal/options"
 )
 
@@ -17,9 +18,10 @@ type Install struct {
 	// Image is watcher's image, for the image swap.
 	Image string
 	// RBAC is the folder of the manifests of the rights watcher needs in
-	// Reloader's Deployment (deploy/reloader: rbac.yaml, and
-	// rbac-namespaced.yaml for Reloader's single-namespace mode), written
-	// for namespace "reloader" and ServiceAccount "reloader-reloader".
+	// Reloader's Deployment (deploy/reloader: rbac.yaml, or
+	// rbac-namespaced.yaml for Reloader's single-namespace mode, and
+	// admissionpolicy.yaml), written for namespace "reloader" and
+	// ServiceAccount "reloader-reloader".
 	RBAC string
 	// Manifest, when set, returns that manifest for Reloader's namespace
 	// and ServiceAccount (package cli gives deploy/reloader's RBAC); the
@@ -40,7 +42,10 @@ type Input struct {
 	// there are none, when they could not be listed.
 	Workloads []Workload
 	Unread    string
-	Install   Install
+	// Neighbours are the ServiceAccounts and ConfigMaps of Reloader's
+	// namespace; nil: not read (no warning on the image swap).
+	Neighbours *Neighbours
+	Install    Install
 }
 
 // Plan is what to apply, and what changes.
@@ -87,6 +92,10 @@ type ImageSwap struct {
 	// Manifest is that RBAC, when Install.Manifest gives it.
 	Manifest string   `json:"manifest,omitempty"`
 	Commands []string `json:"commands"`
+	// Warning, one line per element, says that Reloader's namespace is
+	// shared with others (or could not be read), where the image swap
+	// grants watcher's rights on its own state.
+	Warning []string `json:"warning,omitempty"`
 }
 
 // Counts sum up the workloads of the cluster.
@@ -158,14 +167,15 @@ func imageSwap(in Input) ImageSwap {
 	// Reloader's chart sets KUBERNETES_NAMESPACE with watchGlobally: false,
 	// and then grants a Role in its own namespace only.
 	_, single := r.Env["KUBERNETES_NAMESPACE"]
-	file := "rbac.yaml"
-	if single {
-		file = "rbac-namespaced.yaml"
+	files := reloader.Files(single)
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = inst.RBAC + "/" + f
 	}
-	s := ImageSwap{RBAC: fmt.Sprintf("the rights watcher needs beyond Reloader's chart (its Lease, hash key Secret and settings ConfigMap in %s, watching the workloads): %s/%s with namespace %s and ServiceAccount %s",
-		r.Namespace, inst.RBAC, file, r.Namespace, r.ServiceAccount)}
-	apply := fmt.Sprintf("sed -e 's/namespace: reloader$/namespace: %s/' -e 's/name: reloader-reloader$/name: %s/' %s/%s | kubectl apply -f -",
-		r.Namespace, r.ServiceAccount, inst.RBAC, file)
+	s := ImageSwap{RBAC: fmt.Sprintf("the rights watcher needs beyond Reloader's chart (its Lease, hash key Secret and settings ConfigMap in %s, watching the workloads), and the admission policy that narrows them to watcher's own objects: %s with namespace %s and ServiceAccount %s",
+		r.Namespace, strings.Join(paths, " and "), r.Namespace, r.ServiceAccount),
+		Warning: sharedWarning(r, in.Neighbours)}
+	apply := fmt.Sprintf("sed %s %s | kubectl apply -f -", reloader.Sed(r.Namespace, r.ServiceAccount), strings.Join(paths, " "))
 	if inst.Manifest != nil {
 		s.Manifest = inst.Manifest(r.Namespace, r.ServiceAccount, single)
 		apply = fmt.Sprintf("%s -n %s --deployment %s -o rbac | kubectl apply -f -", inst.Command, r.Namespace, r.Name)

@@ -38,6 +38,12 @@ func (p Plan) WriteText(w io.Writer) error {
 	for _, c := range p.ImageSwap.Commands {
 		fmt.Fprintf(w, "%s\n", c)
 	}
+	if len(p.ImageSwap.Warning) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range p.ImageSwap.Warning {
+			fmt.Fprintf(w, "   %s\n", l)
+		}
+	}
 
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(w, "\nHow watcher reads Reloader's settings:")

@@ -88,6 +88,10 @@ func TestMigratePlan(t *testing.T) {
 	g.Expect(p.Helm.Install).To(ContainSubstring("--set restart.dryRun=true"))
 	g.Expect(p.ImageSwap.Commands).To(ContainElement(fmt.Sprintf("kubectl -n %s set image deployment/reloader-reloader reloader-reloader=registry.example/watcher:1", ns)))
 	g.Expect(p.Notes).To(ContainElement(ContainSubstring("Reloader's --enable-ha accepted")))
+	// Reloader's namespace holds the users' ConfigMap: the image swap
+	// would put watcher's rights beside it.
+	g.Expect(p.ImageSwap.Warning).To(ContainElements(
+		"WARNING: Reloader's namespace "+ns+" is shared: it holds 1 other ConfigMap besides Reloader's:", "  ConfigMaps: cfg"))
 
 	mine := map[string]migrate.Workload{}
 	for _, w := range p.Workloads {
@@ -120,10 +124,14 @@ func TestMigratePlan(t *testing.T) {
 	g.Expect(string(text)).To(ContainSubstring("helm install watcher deploy/helm/watcher -n watcher --create-namespace"))
 	g.Expect(string(text)).To(ContainSubstring("! [kinds] CronJobs: Reloader creates a Job"))
 	g.Expect(string(text)).To(ContainSubstring("kubectl watcher migrate -n " + ns + " --deployment reloader-reloader -o rbac | kubectl apply -f -"))
+	g.Expect(string(text)).To(ContainSubstring("   WARNING: Reloader's namespace " + ns + " is shared"))
 
 	rbac := migrateCLI(t, "-n", ns, "--deployment", "reloader-reloader", "-o", "rbac")
 	g.Expect(rbac).To(ContainSubstring("namespace: " + ns + "\n"))
 	g.Expect(rbac).NotTo(MatchRegexp(`namespace: reloader\n`))
+	// The admission policy, which the API server compiles on the dry run.
+	g.Expect(rbac).To(ContainSubstring("kind: ValidatingAdmissionPolicy\n"))
+	g.Expect(rbac).To(ContainSubstring("request.userInfo.username == 'system:serviceaccount:" + ns + ":reloader-reloader'"))
 	apply := exec.CommandContext(ctx, filepath.Join(kube.BinDir, "kubectl"), "--kubeconfig", kube.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
 	apply.Stdin = bytes.NewReader([]byte(rbac))
 	applied, err := apply.CombinedOutput()

@@ -40,6 +40,9 @@ const reloaderNamespace = "reloader"
 //     is there exactly with enableMetricsByNamespace;
 //   - with watchGlobally: false (KUBERNETES_NAMESPACE), an annotated
 //     Deployment outside Reloader's namespace does not roll;
+//   - the admission policy of deploy/reloader refuses Reloader's token
+//     every Secret, ConfigMap and Lease of Reloader's namespace that is not
+//     watcher's (imageSwapPolicy);
 //   - watcher was refused nothing.
 //
 // Reloader's port (9090) is fixed, so the value sets run one after the
@@ -131,6 +134,7 @@ func TestReloaderDeployment(t *testing.T) {
 			if tc.byNamespace {
 				g.Expect(v).To(Equal(1.0))
 			}
+			imageSwapPolicy(t, reloaderNamespace, sa)
 			noForbidden(t, p)
 		})
 	}
