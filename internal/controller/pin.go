@@ -17,12 +17,10 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
-	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/restart"
-	"github.com/watcher-dev/watcher/internal/slim"
 	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -46,57 +44,24 @@ type SnapshotView interface {
 	PinnedBefore(ns string, uid types.UID) (pinned, known bool)
 }
 
-// facts returns what the rules after the decision (package verdict) read
+// verdictFacts returns what the rules after the decision (package verdict) read
 // of w: its sources, as gathered, and its pin facts. The one place the
 // controller builds them; explain and stale build the same from what
 // they read.
 func (r *Reconciler) verdictFacts(ctx context.Context, w *gathered) (verdict.Facts, error) {
-	f := verdict.Facts{Annotations: optin.Of(w.obj), Recorded: w.in.Recorded, Version: w.in.Version,
-		Sources: Sources(w.obj, w.in)}
+	_, evicts := w.strategy.(restart.Evict)
+	f := verdict.Gather(w.obj, w.in, w.applied.Pin, evicts)
 	var err error
-	f.Pin, err = r.pinFacts(ctx, w, f.Annotations)
+	f.Pin, err = r.pinFacts(ctx, w, f.Pin)
 	return f, err
 }
 
-// Sources returns the verdict facts of the ConfigMaps and Secrets of the
-// input in of the workload obj.
-func Sources(obj client.Object, in plan.Input) map[string]verdict.Source {
-	read := map[string]bool{}
-	if podRefs, err := workload.Refs(obj); err == nil {
-		for _, ref := range podRefs {
-			read[ref.ID()] = true
-		}
-	}
-	out := make(map[string]verdict.Source, len(in.Refs))
-	for _, ref := range in.Refs {
-		src, ok := pinSource(ref)
-		if !ok {
-			continue
-		}
-		cfg := in.Configs[ref.ID()]
-		s := verdict.Source{Present: cfg.Present, Version: cfg.Version, ChangeSet: optin.ChangeSetOf(cfg.Annotations),
-			IsSnapshot: cfg.Labels[pin.SnapshotLabel] == "true", PodSpec: read[ref.ID()],
-			Floats: pin.Floats(src.Kind, "", cfg.Annotations)}
-		if cfg.Sum != "" {
-			s.Snapshot = pin.SnapshotName(src.Name, cfg.Sum)
-		}
-		if v, rule := in.Rules.Evaluate(in, ref); s.Floats == "" && v != plan.Count {
-			s.Floats = "its changes restart nothing (" + rule + ")"
-		}
-		out[ref.ID()] = s
-	}
-	return out
-}
-
-// pinFacts returns the pin facts of w (annotations ann). Pinning is on
+// pinFacts completes the pin facts f of w. Pinning is on
 // for it when the installation pins (the admission policy is installed:
 // only its absence turns pinning off; any other error is returned, to
 // try again), its kind keeps templates in revisions, and it is not in
 // dry-run; the policy is read only for a workload that pins or has pins.
-func (r *Reconciler) pinFacts(ctx context.Context, w *gathered, ann map[string]string) (verdict.Pinning, error) {
-	f := verdict.Pinning{Wanted: pin.Wanted(ann) || w.applied.Pin, Template: optin.TemplatePins(ann),
-		Revision: slim.Labels(w.obj).Get(pin.RevisionLabel), From: pin.Parse(ann[pin.RolledBackFrom])}
-	_, f.Evicts = w.strategy.(restart.Evict)
+func (r *Reconciler) pinFacts(ctx context.Context, w *gathered, f verdict.Pinning) (verdict.Pinning, error) {
 	k, ok := workload.ByName(w.key.Kind)
 	if r.Config.Snapshots == nil || w.dry != nil || !ok || !k.Pinnable || (!f.Wanted && len(f.Template) == 0) {
 		return f, nil

@@ -76,6 +76,9 @@ type Config struct {
 	// Sum is the keyed digest of its whole content (hash.Digest.Sum,
 	// hex), "" when not known: it names its snapshot (package pin).
 	Sum string
+	// Type is a Secret's type, "" when not known (the store keeps none):
+	// some types float (pin.Floats).
+	Type string
 }
 
 // Input is everything Decide looks at.
