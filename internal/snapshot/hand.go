@@ -60,6 +60,10 @@ func (o *Owners) hand(ctx context.Context, r revision) (types.UID, error) {
 	if err != nil {
 		return "", err
 	}
+	if wait := o.left(rev.meta.CreationTimestamp); len(pins) > 0 && wait > 0 && o.q != nil {
+		// Handed again once settled: then its workload may let go.
+		o.q.AddAfter(revision{resource: r.resource, namespace: r.namespace, name: r.name}, wait)
+	}
 	if sel := podsOf(rev.kind, rev.meta); len(pins) > 0 && sel != "" && o.q != nil {
 		o.q.AddAfter(revision{resource: "pods", namespace: r.namespace, name: rev.meta.Name, pods: sel, workload: *owner}, cmp.Or(o.CheckAfter, 10*time.Second))
 	}
@@ -112,8 +116,10 @@ func (o *Owners) pinsOf(ns string, ann map[string]string) pin.Pins {
 
 // handTo makes rev (whose controller is w) an owner of each snapshot it
 // pins; w loses its ownership of them only if rev is w's current
-// revision, which then also takes the snapshots w owns alone for longer
-// than Grace. It returns the pins handed.
+// revision and older than Grace (a restart made meanwhile, whose template
+// is not written yet, may have reused them), and that revision then also
+// takes the snapshots w owns alone for longer than Grace. It returns the
+// pins handed.
 func (o *Owners) handTo(ctx context.Context, rev *pinned, w metav1.OwnerReference) (pin.Pins, error) {
 	ns := rev.meta.Namespace
 	pins := o.pinsOf(ns, rev.template.Annotations)
@@ -121,6 +127,7 @@ func (o *Owners) handTo(ctx context.Context, rev *pinned, w metav1.OwnerReferenc
 		return nil, nil
 	}
 	cur := o.currentOnce(ctx, rev, w)
+	settled := o.left(rev.meta.CreationTimestamp) <= 0
 	for src, name := range pins {
 		snap, err := o.snapshotOf(ctx, ns, src, name)
 		if err != nil {
@@ -130,7 +137,7 @@ func (o *Owners) handTo(ctx context.Context, rev *pinned, w metav1.OwnerReferenc
 			continue
 		}
 		owners, changed := pin.Owned(snap.OwnerReferences, rev.ref())
-		if owns(owners, w.UID) {
+		if owns(owners, w.UID) && settled {
 			current, err := cur()
 			if err != nil {
 				return nil, err
@@ -159,7 +166,7 @@ func (o *Owners) collect(ctx context.Context, rev *pinned, w metav1.OwnerReferen
 	}
 	for _, kind := range []string{pin.ConfigMap, pin.Secret} {
 		for _, snap := range o.ownedBy(kind, rev.meta.Namespace, w.UID) {
-			if a := alone(snap.OwnerReferences); a == nil || a.UID != w.UID || pinned[kind+"/"+snap.Name] || o.left(snap) > 0 {
+			if a := alone(snap.OwnerReferences); a == nil || a.UID != w.UID || pinned[kind+"/"+snap.Name] || o.left(snap.CreationTimestamp) > 0 {
 				continue
 			}
 			if ok, err := current(); err != nil || !ok {
@@ -289,7 +296,7 @@ func (o *Owners) handBack(ctx context.Context, r revision) error {
 		return nil
 	}
 	if w := alone(snap.OwnerReferences); w != nil {
-		if wait := o.left(snap); wait > 0 {
+		if wait := o.left(snap.CreationTimestamp); wait > 0 {
 			if o.q != nil {
 				o.q.AddAfter(r, wait)
 			}
@@ -362,14 +369,14 @@ func alone(owners []metav1.OwnerReference) *metav1.OwnerReference {
 	return &owners[0]
 }
 
-// left returns how long the snapshot m has to wait before its workload
-// alone no longer keeps it (Grace after it was made).
-func (o *Owners) left(m *metav1.PartialObjectMetadata) time.Duration {
+// left returns how long what was made at made has to wait until it is
+// settled (Grace after).
+func (o *Owners) left(made metav1.Time) time.Duration {
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
 	}
-	return m.CreationTimestamp.Add(cmp.Or(o.Grace, 10*time.Minute)).Sub(now())
+	return made.Add(cmp.Or(o.Grace, 10*time.Minute)).Sub(now())
 }
 
 // owns reports whether uid is among owners.

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -51,15 +52,22 @@ import (
 //	                                              ignored
 //	pins the snapshot, R made from W's current    R owns it, W no longer
 //	template (same template, hash labels aside)
+//	and older than Grace
+//	pins the snapshot, R younger than Grace       R owns it, W still; R is
+//	                                              handed again after Grace
 //	pins the snapshot, R an older revision        R owns it, and W still
 //	(or W not readable, or in doubt)
 //	does not pin it; W alone owns it for longer   R (current) owns it in
 //	than Grace (a restart not written: a          place of W: it goes with R
 //	conflict, a paused rollout)
 //
+// Grace covers a restart in flight: its snapshots are made (or reused,
+// W added) before its template is written, so R "current" is trusted only
+// once no restart is being written.
+//
 // A snapshot that a workload owns besides one of its revisions is handed
-// again, to that revision (the hand-back): W is dropped only if that
-// revision is W's current one. A snapshot owned by its workload alone is
+// again, after Grace, to that revision (the hand-back): W is dropped only
+// if that revision is W's current one. A snapshot owned by its workload alone is
 // looked at again after Grace: each of W's pinned revisions is handed
 // again, and the current one takes it.
 type Owners struct {
@@ -97,8 +105,8 @@ type Owners struct {
 	// pin.Secret), one store per namespace watched.
 	snapshots map[string][]snapStore
 	q         workqueue.TypedRateLimitingInterface[revision]
-	// stored is, per namespace, the bytes of its snapshots (pin.Bytes),
-	// and sizes each snapshot's, by UID.
+	// stored is, per namespace, the bytes of its snapshots (pin.Bytes,
+	// signed: pin.SignedBytes), and sizes each snapshot's, by UID.
 	stored map[string]int64
 	sizes  map[types.UID]sized
 }
@@ -302,16 +310,18 @@ func (o *Owners) enqueue(q workqueue.TypedRateLimitingInterface[revision], resou
 	}
 }
 
-// enqueueSnapshot queues a snapshot that a workload owns besides one of
-// its revisions, and, after Grace, one its workload owns alone.
+// enqueueSnapshot queues, after Grace, a snapshot that a workload owns
+// besides one of its revisions (the restart that reused it writes its
+// template meanwhile, or never), and one its workload owns alone (made
+// Grace ago).
 func (o *Owners) enqueueSnapshot(q workqueue.TypedRateLimitingInterface[revision], resource string, obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	switch {
 	case !ok:
 	case len(o.handedBack(m.OwnerReferences)) < len(m.OwnerReferences):
-		q.Add(revision{resource: resource, namespace: m.Namespace, name: m.Name})
+		q.AddAfter(revision{resource: resource, namespace: m.Namespace, name: m.Name}, cmp.Or(o.Grace, 10*time.Minute))
 	case alone(m.OwnerReferences) != nil:
-		q.AddAfter(revision{resource: resource, namespace: m.Namespace, name: m.Name}, o.left(m))
+		q.AddAfter(revision{resource: resource, namespace: m.Namespace, name: m.Name}, o.left(m.CreationTimestamp))
 	}
 }
 

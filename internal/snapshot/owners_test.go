@@ -58,9 +58,11 @@ func deploymentOf(t corev1.PodTemplateSpec) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "w1"}, Spec: appsv1.DeploymentSpec{Template: t}}
 }
 
+// replicaSet is a revision of web made an hour ago.
 func replicaSet(ref metav1.OwnerReference, t corev1.PodTemplateSpec) *appsv1.ReplicaSet {
 	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ref.Name, UID: ref.UID,
-		Labels: map[string]string{pin.PinnedLabel: "true"}, OwnerReferences: []metav1.OwnerReference{web}},
+		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+		Labels:            map[string]string{pin.PinnedLabel: "true"}, OwnerReferences: []metav1.OwnerReference{web}},
 		Spec: appsv1.ReplicaSetSpec{Template: t}}
 }
 
@@ -141,12 +143,12 @@ func TestHandOver(t *testing.T) {
 	pinsOld := pin.Pins{appSrc: snapX}
 	pinsNew := pin.Pins{appSrc: snapX, dbSrc: snapZ} // a restart that reused X
 	for _, tc := range []struct {
-		name     string
-		current  corev1.PodTemplateSpec // the Deployment's
-		rs       *appsv1.ReplicaSet     // handed
-		snaps    []client.Object
-		want     map[string]string // snapshot: owners
-		wantPods bool
+		name    string
+		current corev1.PodTemplateSpec // the Deployment's
+		rs      *appsv1.ReplicaSet     // handed
+		snaps   []client.Object
+		want    map[string]string // snapshot: owners
+		queued  int
 	}{
 		{
 			name:    "the new revision takes its snapshots from the workload",
@@ -154,6 +156,18 @@ func TestHandOver(t *testing.T) {
 			rs:      replicaSet(rsNew, template(pinsNew, true, "h2")),
 			snaps:   []client.Object{snapshotCM(snapX, "app", time.Hour, rsOld, web), snapshotCM(snapZ, "db", time.Minute, web)},
 			want:    map[string]string{snapX: "web-new,web-old", snapZ: "web-new"},
+		},
+		{
+			name:    "a new revision younger than the grace: the workload keeps them (a restart may be in flight), handed again later",
+			current: template(pinsNew, true, ""),
+			rs: func() *appsv1.ReplicaSet {
+				rs := replicaSet(rsNew, template(pinsNew, true, "h2"))
+				rs.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+				return rs
+			}(),
+			snaps:  []client.Object{snapshotCM(snapX, "app", time.Hour, rsOld, web), snapshotCM(snapZ, "db", time.Minute, web)},
+			want:   map[string]string{snapX: "web,web-new,web-old", snapZ: "web,web-new"},
+			queued: 1,
 		},
 		{
 			name:    "an old revision does not take a snapshot from the workload (restart in flight, paused rollout)",
@@ -204,6 +218,9 @@ func TestHandOver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, append(tc.snaps, deploymentOf(tc.current), tc.rs)...)
+			q := newRecorded()
+			defer q.ShutDown()
+			w.o.q = q
 			uid, err := w.o.hand(bg, revision{resource: "replicasets", namespace: "ns", name: tc.rs.Name})
 			if err != nil || uid != tc.rs.UID {
 				t.Fatalf("hand = %q, %v", uid, err)
@@ -212,6 +229,15 @@ func TestHandOver(t *testing.T) {
 				if got := w.owners(t, name); got != want {
 					t.Errorf("owners of %s = %s, want %s", name, got, want)
 				}
+			}
+			var again int
+			for _, r := range q.later {
+				if r.resource == "replicasets" && r.name == tc.rs.Name && r.uid == "" {
+					again++
+				}
+			}
+			if again != tc.queued {
+				t.Errorf("handed again later %d times, want %d (queued later: %v)", again, tc.queued, q.later)
 			}
 		})
 	}
@@ -372,5 +398,44 @@ func TestStored(t *testing.T) {
 	o.count(obj("1", snapX, "100", ""), true)
 	if got := o.Stored("ns"); got != 0 {
 		t.Errorf("Stored after the delete = %d, want 0", got)
+	}
+}
+
+// recorded is a queue that records what is added later (AddAfter).
+type recorded struct {
+	workqueue.TypedRateLimitingInterface[revision]
+	later []revision
+}
+
+func (r *recorded) AddAfter(item revision, _ time.Duration) { r.later = append(r.later, item) }
+
+func newRecorded() *recorded {
+	return &recorded{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[revision]())}
+}
+
+// TestEnqueueSnapshot: a snapshot its workload owns besides one of the
+// workload's revisions, or alone, is looked at again later (after the
+// grace), never at once; one only revisions own is left alone.
+func TestEnqueueSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		later  int
+	}{
+		{"workload and its revision", []metav1.OwnerReference{rsOld, web}, 1},
+		{"workload alone", []metav1.OwnerReference{web}, 1},
+		{"revisions only", []metav1.OwnerReference{rsOld}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, replicaSet(rsOld, template(pin.Pins{appSrc: snapX}, true, "h1")))
+			q := newRecorded()
+			defer q.ShutDown()
+			snap := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: snapX, OwnerReferences: tc.owners,
+				CreationTimestamp: metav1.NewTime(now)}}
+			w.o.enqueueSnapshot(q, "configmaps", snap)
+			if len(q.later) != tc.later || q.Len() != 0 {
+				t.Errorf("later %v, now %d; want %d later, none now", q.later, q.Len(), tc.later)
+			}
+		})
 	}
 }
