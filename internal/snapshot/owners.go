@@ -3,10 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,10 +34,43 @@ import (
 //
 // It watches only the revisions labelled pin.PinnedLabel and the snapshots
 // (pin.SnapshotLabel), as metadata, and reads each revision once (its
-// template is not in the metadata). A snapshot that a workload owns
-// besides one of its revisions (a restart that reused it) is handed to
-// the revision again: the workload owns a snapshot only until one of its
-// revisions does.
+// template is not in the metadata).
+//
+// The workload owns every snapshot its current template pins until the
+// revision made from that template owns it: a restart that reuses a
+// snapshot adds the workload to its owners, and an older revision that
+// owns it too (it pinned the same content) may be deleted before the new
+// one exists (revisionHistoryLimit 0, watcher down during the rollout).
+// Per snapshot a workload W owns, when a revision R of W is handed:
+//
+//	R's pins (pin.PinsAnnotation)                 what happens
+//	more than pin.MaxPins entries, or not signed  R is ignored: not pins
+//	(Sign set and pin.Signed false)               watcher wrote
+//	an entry not named as the snapshot of its     the entry is ignored
+//	source (pin.LooksLikeSnapshot)
+//	an entry the snapshots' watch does not hold   read from the API server
+//	                                              (made just now), else
+//	                                              ignored
+//	pins the snapshot, R made from W's current    R owns it, W no longer
+//	template (same template, hash labels aside)
+//	and older than Grace
+//	pins the snapshot, R younger than Grace       R owns it, W still; R is
+//	                                              handed again after Grace
+//	pins the snapshot, R an older revision        R owns it, and W still
+//	(or W not readable, or in doubt)
+//	does not pin it; W alone owns it for longer   R (current) owns it in
+//	than Grace (a restart not written: a          place of W: it goes with R
+//	conflict, a paused rollout)
+//
+// Grace covers a restart in flight: its snapshots are made (or reused,
+// W added) before its template is written, so R "current" is trusted only
+// once no restart is being written.
+//
+// A snapshot that a workload owns besides one of its revisions is handed
+// again, after Grace, to that revision (the hand-back): W is dropped only
+// if that revision is W's current one. A snapshot owned by its workload alone is
+// looked at again after Grace: each of W's pinned revisions is handed
+// again, and the current one takes it.
 type Owners struct {
 	// Client patches snapshots; Fresh reads revisions and snapshots.
 	Client client.Client
@@ -58,6 +88,16 @@ type Owners struct {
 	// pods are looked at (0: 10s).
 	Recorder   events.EventRecorder
 	CheckAfter time.Duration
+	// Sign checks the pins of a revision (pin.Signed) and the sizes of the
+	// snapshots (pin.SignedBytes) with the installation's key:
+	// hash.Hasher.MAC in production; nil: neither is checked.
+	Sign pin.Signer
+	// Grace is how long a snapshot owned by its workload alone, and not
+	// pinned by the workload's current revision, is left before that
+	// revision takes it (0: 10 minutes).
+	Grace time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
 
 	// synced: the watches of revisions and snapshots have synced
 	// (Exists, PinnedBefore).
@@ -65,57 +105,22 @@ type Owners struct {
 
 	mu        sync.Mutex
 	done      map[types.UID]bool
-	revisions []toolscache.SharedIndexInformer
+	revisions []revisionWatch
 	// snapshots are the snapshots' metadata, by kind (pin.ConfigMap,
 	// pin.Secret), one store per namespace watched.
-	snapshots map[string][]toolscache.Store
+	snapshots map[string][]snapStore
 	q         workqueue.TypedRateLimitingInterface[revision]
-	// stored is, per namespace, the bytes of its snapshots (pin.Bytes),
-	// and sizes each snapshot's, by UID.
+	// stored is, per namespace, the bytes of its snapshots (pin.Bytes,
+	// signed: pin.SignedBytes), and sizes each snapshot's, by UID.
 	stored map[string]int64
 	sizes  map[types.UID]sized
 }
 
-// sized is one snapshot's share of its namespace's bytes.
-type sized struct {
-	namespace string
-	bytes     int64
-}
-
-// Stored returns the bytes of the snapshots of namespace ns, as watched
-// (the budget of snapshot.Maker).
-func (o *Owners) Stored(ns string) int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.stored[ns]
-}
-
-// count adds (or, gone, removes) a snapshot's bytes to its namespace's.
-func (o *Owners) count(obj any, gone bool) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
-	}
-	n, _ := strconv.ParseInt(m.Annotations[pin.Bytes], 10, 64)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.stored == nil {
-		o.stored, o.sizes = map[string]int64{}, map[types.UID]sized{}
-	}
-	if was, ok := o.sizes[m.UID]; ok {
-		o.stored[was.namespace] -= was.bytes
-		delete(o.sizes, m.UID)
-	}
-	if !gone && n > 0 {
-		o.sizes[m.UID] = sized{namespace: m.Namespace, bytes: n}
-		o.stored[m.Namespace] += n
-	}
-	if o.stored[m.Namespace] <= 0 {
-		delete(o.stored, m.Namespace)
-	}
+// revisionWatch is the revisions' watch of one resource (replicasets,
+// controllerrevisions) in one namespace.
+type revisionWatch struct {
+	resource string
+	inf      toolscache.SharedIndexInformer
 }
 
 // revisionKinds are the revisions that can pin.
@@ -130,8 +135,29 @@ var snapshotKinds = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "secrets"},
 }
 
-// byUID indexes the revisions by UID.
-const byUID = "uid"
+// byUID indexes the revisions by UID, byController by their controller's.
+const (
+	byUID        = "uid"
+	byController = "controller"
+)
+
+// revisionUID is the byUID index.
+func revisionUID(obj any) ([]string, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return []string{string(m.UID)}, nil
+	}
+	return nil, nil
+}
+
+// controllerUID is the byController index.
+func controllerUID(obj any) ([]string, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		if c := metav1.GetControllerOf(m); c != nil {
+			return []string{string(c.UID)}, nil
+		}
+	}
+	return nil, nil
+}
 
 // revision names one revision, or one snapshot (resource configmaps or
 // secrets).
@@ -163,7 +189,9 @@ func (o *Owners) Start(ctx context.Context) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	o.snapshots = map[string][]toolscache.Store{}
+	o.mu.Lock()
+	o.snapshots = map[string][]snapStore{}
+	o.mu.Unlock()
 	var revisions, snapshots []metadatainformer.SharedInformerFactory
 	for _, ns := range namespaces {
 		rf := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, ns, func(lo *metav1.ListOptions) {
@@ -172,7 +200,7 @@ func (o *Owners) Start(ctx context.Context) error {
 		sf := metadatainformer.NewFilteredSharedInformerFactory(o.Metadata, 0, ns, func(lo *metav1.ListOptions) {
 			lo.LabelSelector = pin.SnapshotLabel + "=true"
 		})
-		if err := o.watch(q, rf, sf); err != nil {
+		if err := o.watch(q, ns, rf, sf); err != nil {
 			return err
 		}
 		revisions, snapshots = append(revisions, rf), append(snapshots, sf)
@@ -202,17 +230,15 @@ func (o *Owners) Start(ctx context.Context) error {
 	return nil
 }
 
-// watch registers the informers of one namespace: the revisions (rf) and
-// the snapshots (sf).
-func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], rf, sf metadatainformer.SharedInformerFactory) error {
+// watch registers the informers of one namespace ns ("": all): the
+// revisions (rf) and the snapshots (sf).
+func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], ns string, rf, sf metadatainformer.SharedInformerFactory) error {
 	for _, gvr := range revisionKinds {
 		inf := rf.ForResource(gvr).Informer()
 		if err := inf.SetTransform(trim); err != nil {
 			return err
 		}
-		if err := inf.AddIndexers(toolscache.Indexers{byUID: func(obj any) ([]string, error) {
-			return []string{string(obj.(*metav1.PartialObjectMetadata).UID)}, nil
-		}}); err != nil {
+		if err := inf.AddIndexers(toolscache.Indexers{byUID: revisionUID, byController: controllerUID}); err != nil {
 			return err
 		}
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -223,15 +249,20 @@ func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], rf, sf 
 		if err != nil {
 			return err
 		}
-		o.revisions = append(o.revisions, inf)
+		o.revisions = append(o.revisions, revisionWatch{resource: gvr.Resource, inf: inf})
 	}
 	for _, gvr := range snapshotKinds {
 		inf := sf.ForResource(gvr).Informer()
 		if err := inf.SetTransform(trimSnapshot); err != nil {
 			return err
 		}
+		if err := inf.AddIndexers(toolscache.Indexers{byOwner: ownerUIDs}); err != nil {
+			return err
+		}
 		kind := map[string]string{"configmaps": pin.ConfigMap, "secrets": pin.Secret}[gvr.Resource]
-		o.snapshots[kind] = append(o.snapshots[kind], inf.GetStore())
+		o.mu.Lock()
+		o.snapshots[kind] = append(o.snapshots[kind], snapStore{namespace: ns, store: inf.GetIndexer(), synced: inf.HasSynced})
+		o.mu.Unlock()
 		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.count(obj, false); o.enqueueSnapshot(q, gvr.Resource, obj) },
 			UpdateFunc: func(_, obj any) { o.count(obj, false); o.enqueueSnapshot(q, gvr.Resource, obj) },
@@ -242,17 +273,6 @@ func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], rf, sf 
 		}
 	}
 	return nil
-}
-
-// cachedSnapshot returns the snapshot ns/name of kind from the snapshots'
-// watch, if it holds it.
-func (o *Owners) cachedSnapshot(kind, ns, name string) (*metav1.PartialObjectMetadata, bool) {
-	for _, st := range o.snapshots[kind] {
-		if obj, ok, _ := st.GetByKey(ns + "/" + name); ok {
-			return obj.(*metav1.PartialObjectMetadata).DeepCopy(), true
-		}
-	}
-	return nil, false
 }
 
 // trim keeps of a revision only what Owners reads.
@@ -266,8 +286,8 @@ func trim(obj any) (any, error) {
 		OwnerReferences: m.OwnerReferences}}, nil
 }
 
-// trimSnapshot keeps of a snapshot what Owners reads: trim's, its labels
-// and its pin.SnapshotOf.
+// trimSnapshot keeps of a snapshot what Owners reads: trim's, its labels,
+// its creation time, its pin.SnapshotOf and its size (pin.Bytes, signed).
 func trimSnapshot(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -275,8 +295,8 @@ func trimSnapshot(obj any) (any, error) {
 	}
 	out, _ := trim(obj)
 	t := out.(*metav1.PartialObjectMetadata)
-	t.Labels = m.Labels
-	for _, k := range []string{pin.SnapshotOf, pin.Bytes} {
+	t.Labels, t.CreationTimestamp = m.Labels, m.CreationTimestamp
+	for _, k := range []string{pin.SnapshotOf, pin.Bytes, pin.BytesSignature} {
 		if v, ok := m.Annotations[k]; ok {
 			if t.Annotations == nil {
 				t.Annotations = map[string]string{}
@@ -301,12 +321,18 @@ func (o *Owners) enqueue(q workqueue.TypedRateLimitingInterface[revision], resou
 	}
 }
 
-// enqueueSnapshot queues a snapshot that a workload owns besides one of
-// its revisions.
+// enqueueSnapshot queues, after Grace, a snapshot that a workload owns
+// besides one of its revisions (the restart that reused it writes its
+// template meanwhile, or never), and one its workload owns alone (made
+// Grace ago).
 func (o *Owners) enqueueSnapshot(q workqueue.TypedRateLimitingInterface[revision], resource string, obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if ok && len(o.handedBack(m.OwnerReferences)) < len(m.OwnerReferences) {
-		q.Add(revision{resource: resource, namespace: m.Namespace, name: m.Name})
+	switch {
+	case !ok:
+	case len(o.handedBack(m.OwnerReferences)) < len(m.OwnerReferences):
+		q.AddAfter(revision{resource: resource, namespace: m.Namespace, name: m.Name}, cmp.Or(o.Grace, 10*time.Minute))
+	case alone(m.OwnerReferences) != nil:
+		q.AddAfter(revision{resource: resource, namespace: m.Namespace, name: m.Name}, o.left(m.CreationTimestamp))
 	}
 }
 
@@ -318,8 +344,8 @@ func (o *Owners) handedBack(owners []metav1.OwnerReference) []metav1.OwnerRefere
 		if r.Kind != "ReplicaSet" && r.Kind != "ControllerRevision" {
 			continue
 		}
-		for _, inf := range o.revisions {
-			objs, _ := inf.GetIndexer().ByIndex(byUID, string(r.UID))
+		for _, rw := range o.revisions {
+			objs, _ := rw.inf.GetIndexer().ByIndex(byUID, string(r.UID))
 			for _, obj := range objs {
 				if c := metav1.GetControllerOf(obj.(*metav1.PartialObjectMetadata)); c != nil {
 					revisionOf[c.UID] = true
@@ -373,106 +399,4 @@ func (o *Owners) next(ctx context.Context, q workqueue.TypedRateLimitingInterfac
 		o.mu.Unlock()
 	}
 	return true
-}
-
-// hand makes the revision r an owner of each snapshot it pins, in place of
-// its workload. It returns r's UID once done ("" when r is gone).
-func (o *Owners) hand(ctx context.Context, r revision) (types.UID, error) {
-	key := types.NamespacedName{Namespace: r.namespace, Name: r.name}
-	var (
-		meta     metav1.ObjectMeta
-		template map[string]string
-		kind     string
-	)
-	switch r.resource {
-	case "pods":
-		return "", o.unpinned(ctx, r)
-	case "configmaps", "secrets":
-		return "", o.handBack(ctx, r)
-	case "replicasets":
-		var rs appsv1.ReplicaSet
-		if err := o.Fresh.Get(ctx, key, &rs); err != nil {
-			return "", client.IgnoreNotFound(err)
-		}
-		meta, template, kind = rs.ObjectMeta, rs.Spec.Template.Annotations, "ReplicaSet"
-	default:
-		var cr appsv1.ControllerRevision
-		if err := o.Fresh.Get(ctx, key, &cr); err != nil {
-			return "", client.IgnoreNotFound(err)
-		}
-		var data struct {
-			Spec struct {
-				Template struct {
-					Metadata metav1.ObjectMeta `json:"metadata"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(cr.Data.Raw, &data); err != nil {
-			return cr.UID, nil // not a template revision: nothing to hand
-		}
-		meta, template, kind = cr.ObjectMeta, data.Spec.Template.Metadata.Annotations, "ControllerRevision"
-	}
-	owner := metav1.GetControllerOf(&meta)
-	if owner == nil {
-		return meta.UID, nil
-	}
-	self := metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: meta.Name, UID: meta.UID}
-	pins := pin.Parse(template[pin.PinsAnnotation])
-	for src, name := range pins {
-		if err := o.handOne(ctx, r.namespace, src, name, self, string(owner.UID)); err != nil {
-			return "", err
-		}
-	}
-	if sel := podsOf(kind, meta); len(pins) > 0 && sel != "" && o.q != nil {
-		o.q.AddAfter(revision{resource: "pods", namespace: r.namespace, name: meta.Name, pods: sel, workload: *owner}, cmp.Or(o.CheckAfter, 10*time.Second))
-	}
-	return meta.UID, nil
-}
-
-// handBack drops from the owners of the snapshot r the workloads one of
-// whose revisions owns it.
-func (o *Owners) handBack(ctx context.Context, r revision) error {
-	snap := &metav1.PartialObjectMetadata{}
-	snap.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"configmaps": "ConfigMap", "secrets": "Secret"}[r.resource]})
-	if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: r.name}, snap); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if snap.Labels[pin.SnapshotLabel] != "true" {
-		return nil
-	}
-	owners := o.handedBack(snap.OwnerReferences)
-	if len(owners) == len(snap.OwnerReferences) || len(owners) == 0 {
-		return nil
-	}
-	if err := PatchOwners(ctx, o.Client, snap, owners); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("hand snapshot %s/%s back to its revisions: %w", r.namespace, r.name, err)
-	}
-	return nil
-}
-
-// handOne makes rev an owner of the snapshot ns/name of src in place of the
-// workload whose UID is workload.
-func (o *Owners) handOne(ctx context.Context, ns string, src pin.Source, name string, rev metav1.OwnerReference, workload string) error {
-	// The snapshots' cache, else (just made) the API server: the patch is
-	// conditioned on the version read either way.
-	gvk := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{pin.ConfigMap: "ConfigMap", pin.Secret: "Secret"}[src.Kind]}
-	snap := &metav1.PartialObjectMetadata{}
-	snap.SetGroupVersionKind(gvk)
-	if cached, ok := o.cachedSnapshot(src.Kind, ns, name); ok {
-		snap = cached
-		snap.SetGroupVersionKind(gvk)
-	} else if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, snap); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if snap.Labels[pin.SnapshotLabel] != "true" || snap.Annotations[pin.SnapshotOf] != src.String() {
-		return nil // not a snapshot of watcher's: never touched
-	}
-	owners, changed := pin.Handed(snap.OwnerReferences, rev, workload)
-	if !changed {
-		return nil
-	}
-	if err := PatchOwners(ctx, o.Client, snap, owners); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("hand snapshot %s/%s to %s %s: %w", ns, name, rev.Kind, rev.Name, err)
-	}
-	return nil
 }

@@ -9,12 +9,37 @@
 //	source                        what happens
 //	gone                          not pinned: the pods read it live, as before
 //	floats (pin.Floats)           not pinned, reported as floating
-//	snapshot name free            created, owned by the workload
+//	itself a snapshot (labelled   not pinned, floating ("a snapshot"): never
+//	pin.SnapshotLabel, or named   a copy of a copy
+//	<x>-pin-<20 hex> with
+//	pin.SnapshotOf)
 //	taken by its own snapshot     reused (same content, same name), and
-//	                              owned by the workload too
+//	                              owned by the workload too, whatever the
+//	                              budget (reuse adds no byte)
+//	snapshot name free, within    created, owned by the workload
+//	the namespace's budget
+//	over the namespace's budget   not pinned (Result.OverBudget)
 //	taken by anything else        not touched; the source is not pinned
 //	                              (Result.Taken), with a Warning
-//	over the namespace's budget   not pinned (Result.OverBudget)
+//	refused by the API server     not pinned (Result.Refused): a quota, an
+//	(Forbidden, Invalid)          admission webhook or policy
+//
+// The budget (Maker.Budget) counts the bytes of the snapshots watcher
+// made, never what an object says of itself: each snapshot carries its
+// size (pin.Bytes) and the MAC of that size with the installation's key
+// (pin.BytesSignature, Maker.Sign); Owners.Stored sums only the sizes
+// whose MAC verifies (pin.SignedBytes), each at most pin.MaxBytes:
+//
+//	object labelled pin.SnapshotLabel            counted
+//	made by watcher (size and MAC as written)    its size
+//	size forged, huge, negative or malformed     0
+//	MAC missing or made for another object       0
+//	no signer (Sign nil: tests)                  its well-formed size
+//
+// Snapshots made for a restart that was then not written (a conflict, a
+// paused rollout) are owned by their workload only: they count in the
+// budget, and Owners hands them to the workload's current revision once
+// they are older than Owners.Grace, so that they go with it (see Owners).
 //
 // A Secret's value passes through memory only while it is copied: it is
 // read, copied into the create request, and dropped; it is never logged,
@@ -61,6 +86,10 @@ type Maker struct {
 	// 0 or nil Stored: no budget.
 	Budget int64
 	Stored func(namespace string) int64
+	// Sign signs the size of each snapshot made (pin.BytesSignature), so
+	// that the budget counts only what watcher made: hash.Hasher.MAC in
+	// production; nil: sizes unsigned.
+	Sign pin.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 
@@ -116,8 +145,10 @@ type Result struct {
 	// Floating are the sources that stay live, and why.
 	Floating map[pin.Source]string
 	// Taken are the sources whose snapshot's name something else holds;
-	// OverBudget those left live because the namespace's budget is spent.
-	Taken, OverBudget []pin.Source
+	// OverBudget those left live because the namespace's budget is spent;
+	// Refused those whose snapshot the API server refused (a quota, an
+	// admission webhook or policy).
+	Taken, OverBudget, Refused []pin.Source
 	// Made are the pinned sources whose snapshot was made now (the
 	// others' existed: the same content was pinned before).
 	Made []pin.Source
@@ -145,6 +176,8 @@ func (m *Maker) Make(ctx context.Context, owner client.Object, ownerKind metav1.
 			res.Taken = append(res.Taken, src)
 		case why == whyBudget:
 			res.OverBudget = append(res.OverBudget, src)
+		case why == whyRefused:
+			res.Refused = append(res.Refused, src)
 		case why != "":
 			res.Floating[src] = why
 		case name != "":
@@ -156,11 +189,23 @@ func (m *Maker) Make(ctx context.Context, owner client.Object, ownerKind metav1.
 
 // Why a source is not pinned, besides pin.Floats' reasons.
 const (
-	whyTaken  = "taken"
-	whyBudget = "budget"
-	whyGone   = "gone"
-	whyMade   = "made" // not a why: made now
+	whyTaken    = "taken"
+	whyBudget   = "budget"
+	whyRefused  = "refused"
+	whyGone     = "gone"
+	whySnapshot = "a snapshot"
+	whyMade     = "made" // not a why: made now
 )
+
+// isSnapshot reports whether obj, read as a source, is itself a snapshot
+// (watcher's, or shaped as one): it is never copied.
+func isSnapshot(obj client.Object) bool {
+	if _, ok := obj.GetLabels()[pin.SnapshotLabel]; ok {
+		return true
+	}
+	_, of := obj.GetAnnotations()[pin.SnapshotOf]
+	return of && pin.LooksLikeSnapshot(obj.GetName(), "")
+}
 
 // one makes the snapshot of src; it returns its name, or why there is
 // none.
@@ -172,6 +217,9 @@ func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1
 		}
 		return "", "", fmt.Errorf("get %s %s/%s: %w", src.Kind, ns, src.Name, err)
 	}
+	if isSnapshot(live) {
+		return "", whySnapshot, nil
+	}
 	if why := pin.Floats(src.Kind, secretType(live), live.GetAnnotations()); why != "" {
 		return "", why, nil
 	}
@@ -181,24 +229,17 @@ func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1
 	}
 	name := pin.SnapshotName(src.Name, d.Sum)
 	snap := pin.Snapshot(live, name, owner)
-	snap.GetAnnotations()[pin.Bytes] = strconv.FormatInt(size(snap), 10)
+	n := size(snap)
+	snap.GetAnnotations()[pin.Bytes] = strconv.FormatInt(n, 10)
+	if mac := pin.SignBytes(ns, name, n, m.Sign); mac != "" {
+		snap.GetAnnotations()[pin.BytesSignature] = mac
+	}
 	if by := lastWriters(live); by != "" {
 		snap.GetAnnotations()[pin.ChangedBy] = by
 	}
 	for range 2 { // a second time if it was collected meanwhile
-		if !m.fits(ns, size(snap)) {
-			return "", whyBudget, nil
-		}
-		err := m.Client.Create(ctx, snap)
-		if err == nil {
-			return name, whyMade, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-				return "", whyTaken, nil
-			}
-			return "", "", fmt.Errorf("create snapshot %s/%s: %w", ns, name, err)
-		}
+		// An existing snapshot of this content is reused whatever the
+		// budget: it adds no byte.
 		taken, gone, err := m.reuse(ctx, ns, name, src, d.Sum, owner)
 		switch {
 		case err != nil:
@@ -208,8 +249,21 @@ func (m *Maker) one(ctx context.Context, ns string, src pin.Source, owner metav1
 		case !gone:
 			return name, "", nil
 		}
+		if !m.fits(ns, n) {
+			return "", whyBudget, nil
+		}
+		err = m.Client.Create(ctx, snap)
+		switch {
+		case err == nil:
+			return name, whyMade, nil
+		case apierrors.IsAlreadyExists(err):
+			continue // made meanwhile: reused, or taken
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			return "", whyRefused, nil // a quota, an admission webhook or policy
+		}
+		return "", "", fmt.Errorf("create snapshot %s/%s: %w", ns, name, err)
 	}
-	return "", "", fmt.Errorf("snapshot %s/%s: created and collected again", ns, name)
+	return "", "", fmt.Errorf("snapshot %s/%s: made and collected again", ns, name)
 }
 
 // reuse checks that the object named name is src's snapshot of the
