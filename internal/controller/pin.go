@@ -40,7 +40,7 @@ const (
 // watched, whatever --config-selector keeps in the store
 // (snapshot.Owners); known is false until it has synced.
 type SnapshotView interface {
-	Exists(kind, ns, name string) (exists, known bool)
+	Has(ns, kind, name string) (exists, known bool)
 	PinnedBefore(ns string, uid types.UID) (pinned, known bool)
 }
 
@@ -103,7 +103,7 @@ func (r *Reconciler) missingSnapshots(ctx context.Context, ns string, pins pin.P
 	for _, src := range pin.Sorted(pins) {
 		exists, known := false, false
 		if r.Config.SnapshotView != nil {
-			exists, known = r.Config.SnapshotView.Exists(src.Kind, ns, pins[src])
+			exists, known = r.Config.SnapshotView.Has(ns, src.Kind, pins[src])
 		}
 		if !known {
 			m := &metav1.PartialObjectMetadata{}

@@ -62,7 +62,7 @@ type pinScene struct {
 // every workload, and asks the API server for snapshots.
 type pinnedBefore struct{}
 
-func (pinnedBefore) Exists(kind, ns, name string) (bool, bool)          { return false, false }
+func (pinnedBefore) Has(ns, kind, name string) (bool, bool)             { return false, false }
 func (pinnedBefore) PinnedBefore(ns string, uid types.UID) (bool, bool) { return true, true }
 
 var reviewHasher = hash.NewHasher([]byte("0123456789abcdef0123"))

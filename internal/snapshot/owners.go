@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -98,10 +97,6 @@ type Owners struct {
 	Grace time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
-
-	// synced: the watches of revisions and snapshots have synced
-	// (Exists, PinnedBefore).
-	synced atomic.Bool
 
 	mu        sync.Mutex
 	done      map[types.UID]bool
@@ -214,12 +209,6 @@ func (o *Owners) Start(ctx context.Context) error {
 	for _, f := range snapshots {
 		f.Start(ctx.Done())
 	}
-	go func() {
-		for _, f := range snapshots {
-			f.WaitForCacheSync(ctx.Done())
-		}
-		o.synced.Store(ctx.Err() == nil)
-	}()
 	for range 2 {
 		go func() {
 			for o.next(ctx, q) {
