@@ -28,16 +28,21 @@
 //	Producing       change-set      a producer of a source (an             the producer landing (the
 //	                                ExternalSecret, a Certificate...) is   controller is told), or the
 //	                                still writing                          timeout (then its policy)
-//	                producer        a producer reports an error, or the    the producer recovering, or a
-//	                                timeout passed with OnTimeout hold     person (Request.Released)
+//	                producer        a producer of a changed source         the producer recovering, a
+//	                                reports an error (a failed producer    person (Request.Released), or
+//	                                of an unchanged source holds nothing), the timeout (then its policy)
+//	                                or the timeout passed with
+//	                                OnTimeoutHold
 //	Flaps           flapping        a changed source is flapping           quiet for --flap-quiet (Until),
 //	                                                                       or a person (Request.Released)
 //	Budget          budget          the workload restarted Max times       the oldest restart leaving
 //	                                in the last Window                     the window (Until), or a person
 //	FailedGate      failed-rollout  a rollout restarted for the same       the failed rollout finishing,
 //	                                change (source and content) failed     or a person
-//	Rollouts        wave            Max rollouts are in progress, or       a rollout finishing or failing
-//	                                others wait ahead in the wave
+//	Rollouts        wave            Max rollouts are in progress, or       a rollout finishing or failing,
+//	                                others wait ahead in the wave (a       or the restart ahead asking
+//	                                restart of its namespace with a lower  (or not within dueGrace)
+//	                                priority number, waiting or due now)
 //
 // A gate is anything with Check(Request) Verdict. Adding one is one type
 // and one entry in the chain package hold builds (hold.New: the gates of
@@ -46,7 +51,8 @@
 // before the wave gate, which reserves a slot when it admits. A gate that
 // keeps state about restarts implements Committer (told once the restart
 // is written) and, if it reserves or queues something in Check, Canceller
-// (told when another gate held or the write failed).
+// (told when another gate held or the write failed) or Deferrer (told,
+// when another gate held it until a time, that it asks again then).
 //
 // Notifier is told of holds, releases, flapping sources and failed
 // rollouts, for alerts; NopNotifier ignores them.
@@ -149,17 +155,38 @@ type Canceller interface {
 // Chain asks its gates in order.
 type Chain []Gate
 
+// Deferrer is a Canceller told instead, when another gate held the
+// restart until a known time (Verdict.Until): the restart asks again
+// then. The wave (Rollouts) keeps its place in its namespace, so that
+// restarts held together are admitted in priority order.
+type Deferrer interface {
+	Defer(r Request, until time.Time)
+}
+
 // Check returns the first hold, cancelling the restart in every other
-// gate; or an admitting Verdict.
+// gate (deferring it, when the hold has an end and the gate is a
+// Deferrer); or an admitting Verdict.
 func (c Chain) Check(r Request) Verdict {
 	for i, g := range c {
 		if v := g.Check(r); v.Hold {
-			c[:i].Cancel(r)
-			c[i+1:].Cancel(r)
+			c[:i].deferOrCancel(r, v.Until)
+			c[i+1:].deferOrCancel(r, v.Until)
 			return v
 		}
 	}
 	return Verdict{}
+}
+
+// deferOrCancel tells every gate that the restart was held until until
+// (zero: no known end).
+func (c Chain) deferOrCancel(r Request, until time.Time) {
+	for _, g := range c {
+		if x, ok := g.(Deferrer); ok && !until.IsZero() {
+			x.Defer(r, until)
+		} else if x, ok := g.(Canceller); ok {
+			x.Cancel(r)
+		}
+	}
 }
 
 // Commit tells every gate that the restart was written.

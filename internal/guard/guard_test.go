@@ -255,41 +255,58 @@ func TestPendingSigned(t *testing.T) {
 	}
 }
 
-// TestProducing: a restart waits for producers still writing until the
-// timeout, then rolls (or, with OnTimeoutHold, holds); a failed producer
-// holds it whatever the time, until released.
+// TestProducing: a restart waits for producers still writing, and for
+// failed producers of the sources it changes, until the timeout, then
+// rolls (or, with OnTimeoutHold, holds); a failed producer of a source it
+// does not change holds nothing (Ignored lists it, for a Warning).
 func TestProducing(t *testing.T) {
 	writing := guard.Producer{Object: obj("ExternalSecret shop/pass"), Source: obj("Secret shop/pass"), Message: "not synced"}
 	failed := writing
 	failed.Failed, failed.Message = true, `Ready=False "SecretSyncedError"`
+	pass := []guard.Source{{Object: obj("Secret shop/pass"), Sum: "s2"}}
+	cfg := []guard.Source{{Object: obj("ConfigMap shop/cfg"), Sum: "c2"}}
 	for _, tt := range []struct {
 		name      string
 		gate      guard.Producing
 		producers []guard.Producer
+		changed   []guard.Source // the restart's sources
 		now       time.Duration
 		released  bool
 		reason    guard.Reason // "": admitted
 		until     time.Duration
 		timedOut  bool
+		ignored   int
 	}{
-		{"none", guard.Producing{Timeout: time.Minute}, nil, 0, false, "", 0, false},
-		{"writing", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, 10 * time.Second, false, guard.ReasonChangeSet, time.Minute, false},
-		{"writing, no bound", guard.Producing{}, []guard.Producer{writing}, time.Hour, false, guard.ReasonChangeSet, 0, false},
-		{"timed out: rolls", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, time.Minute, false, "", 0, true},
-		{"timed out: holds", guard.Producing{Timeout: time.Minute, OnTimeoutHold: true}, []guard.Producer{writing}, time.Minute, false, guard.ReasonProducer, 0, false},
-		{"failed", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing, failed}, time.Hour, false, guard.ReasonProducer, 0, false},
-		{"failed, released", guard.Producing{Timeout: time.Minute}, []guard.Producer{failed}, 0, true, "", 0, false},
+		{"none", guard.Producing{Timeout: time.Minute}, nil, cfg, 0, false, "", 0, false, 0},
+		{"writing", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, pass, 10 * time.Second, false, guard.ReasonChangeSet, time.Minute, false, 0},
+		{"writing an unchanged source: still waited for", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, cfg, 10 * time.Second, false, guard.ReasonChangeSet, time.Minute, false, 0},
+		{"writing, no bound", guard.Producing{}, []guard.Producer{writing}, pass, time.Hour, false, guard.ReasonChangeSet, 0, false, 0},
+		{"timed out: rolls", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing}, pass, time.Minute, false, "", 0, true, 0},
+		{"timed out: holds", guard.Producing{Timeout: time.Minute, OnTimeoutHold: true}, []guard.Producer{writing}, pass, time.Minute, false, guard.ReasonProducer, 0, false, 0},
+		{"failed, of the changed source: held until the timeout", guard.Producing{Timeout: time.Minute}, []guard.Producer{writing, failed}, pass, 10 * time.Second, false, guard.ReasonProducer, time.Minute, false, 0},
+		{"failed, of the changed source, timed out: rolls", guard.Producing{Timeout: time.Minute}, []guard.Producer{failed}, pass, time.Hour, false, "", 0, true, 0},
+		{"failed, of the changed source, timed out: holds if asked", guard.Producing{Timeout: time.Minute, OnTimeoutHold: true}, []guard.Producer{failed}, pass, time.Hour, false, guard.ReasonProducer, 0, false, 0},
+		{"failed, of the changed source, no bound", guard.Producing{}, []guard.Producer{failed}, pass, 24 * time.Hour, false, guard.ReasonProducer, 0, false, 0},
+		{"failed, of an unchanged source: not waited for", guard.Producing{Timeout: time.Minute, OnTimeoutHold: true}, []guard.Producer{failed}, cfg, 0, false, "", 0, false, 1},
+		{"failed, of an unchanged source, no bound: not waited for", guard.Producing{}, []guard.Producer{failed}, cfg, 24 * time.Hour, false, "", 0, false, 1},
+		{"failed, released", guard.Producing{Timeout: time.Minute}, []guard.Producer{failed}, pass, 0, true, "", 0, false, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := req("shop/app", at(tt.now))
+			r := req("shop/app", at(tt.now), tt.changed...)
 			r.Settle.Opened = at(0)
 			r.Producers, r.Released = tt.producers, tt.released
 			v := tt.gate.Check(r)
 			if v.Hold != (tt.reason != "") || v.Reason != tt.reason || (v.Hold && tt.until != 0 && !v.Until.Equal(at(tt.until))) || (v.Hold && tt.until == 0 && !v.Until.IsZero()) {
 				t.Errorf("Check = %+v, want reason %q until %s", v, tt.reason, tt.until)
 			}
+			if v.Hold && (!strings.Contains(v.Message, "ExternalSecret pass") || strings.Contains(v.Message, "%!")) {
+				t.Errorf("message %q", v.Message)
+			}
 			if got := tt.gate.TimedOut(r); got != tt.timedOut {
 				t.Errorf("TimedOut = %v, want %v", got, tt.timedOut)
+			}
+			if got := tt.gate.Ignored(r); len(got) != tt.ignored {
+				t.Errorf("Ignored = %v, want %d", got, tt.ignored)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -32,64 +33,67 @@ const pollProducers = 15 * time.Second
 // sources has landed what it is writing, so that the pods start with the
 // whole change: a rotated credential synced by External Secrets, a
 // certificate being issued. It keeps nothing; the wait is counted from
-// the change set's opening (Request.Settle.Opened, kept on the workload).
+// the change set's opening (Request.Settle.Opened, kept on the workload),
+// and every wait is bounded by Timeout, unless Timeout is 0 or
+// OnTimeoutHold is set (the operator's explicit choice to wait for ever).
 //
-//	the producers told            verdict
-//	none                          admit
-//	one failed                    hold (producer, a Warning) until it
-//	                              recovers or a person releases it
-//	some writing, before Timeout  hold (change-set) until Timeout; the
-//	                              producer landing wakes it sooner
-//	some writing, past Timeout    admit (OnTimeoutHold false: roll with
-//	                              what has landed) or hold (producer)
+//	the producers told                     verdict
+//	none                                   admit
+//	failed, of a source the restart does   admit: not waited for (the pods read the
+//	not change                             same content either way); Ignored lists
+//	                                       them, and the caller warns
+//	failed, of a changed source, before    hold (producer, a Warning) until Timeout;
+//	Timeout                                its recovery wakes it sooner
+//	writing, before Timeout                hold (change-set) until Timeout; the
+//	                                       producer landing wakes it sooner
+//	failed (of a changed source) or        admit (OnTimeoutHold false: roll with
+//	writing, past Timeout                  what has landed; TimedOut, the caller
+//	                                       warns) or hold (producer) until the
+//	                                       producer lands or is released
+//	any, Timeout 0                         as before Timeout, with no bound
 //
 // A release (Request.Released) admits whatever the producers say.
 type Producing struct {
-	// Timeout bounds the wait for producers still writing; 0: no bound.
+	// Timeout bounds the wait for producers, still writing or failed; 0:
+	// no bound.
 	Timeout time.Duration
 	// OnTimeoutHold holds, rather than rolls, a restart whose producers
-	// are still writing at Timeout.
+	// have not landed at Timeout.
 	OnTimeoutHold bool
 }
 
 // Check implements Gate.
 func (p Producing) Check(r Request) Verdict {
-	if len(r.Producers) == 0 || r.Released {
+	waited := p.Waited(r)
+	if len(waited) == 0 {
 		return Verdict{}
 	}
-	for _, pr := range r.Producers {
-		if pr.Failed {
-			v := Verdict{Hold: true, Reason: ReasonProducer,
-				Message: fmt.Sprintf("%s %s, which writes %s %s, reports an error: %s; held until it recovers or is released",
-					pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, pr.Message)}
-			if pr.Polled {
-				v.Until = r.Now.Add(pollProducers)
-			}
-			return v
-		}
-	}
-	pr := r.Producers[0]
-	opened := r.Settle.Opened
-	if opened.IsZero() {
-		opened = r.Now
-	}
-	if p.Timeout > 0 && !r.Now.Before(opened.Add(p.Timeout)) {
+	pr := waited[0]
+	end := cmp.Or(r.Settle.Opened, r.Now).Add(p.Timeout)
+	if p.Timeout > 0 && !r.Now.Before(end) {
 		if !p.OnTimeoutHold {
 			return Verdict{}
 		}
 		return Verdict{Hold: true, Reason: ReasonProducer,
-			Message: fmt.Sprintf("%s %s has not landed %s %s after %s (%s); held until it does or is released",
-				pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, short(p.Timeout), pr.Message)}
+			Message: fmt.Sprintf("%s after %s; held until it lands or is released", landing(pr), short(p.Timeout))}
 	}
 	v := Verdict{Hold: true, Reason: ReasonChangeSet,
 		Message: fmt.Sprintf("waiting for %s %s to land %s %s (%s)", pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, pr.Message)}
-	if n := len(r.Producers); n > 1 {
+	if pr.Failed {
+		v.Reason, v.Message = ReasonProducer, landing(pr)+"; held until it recovers or is released"
+	}
+	if n := len(waited); n > 1 {
 		v.Message += fmt.Sprintf(" and %d more", n-1)
 	}
 	if p.Timeout > 0 {
-		v.Until = opened.Add(p.Timeout)
+		v.Until = end
+		then := "rolling out with what has landed"
+		if p.OnTimeoutHold {
+			then = "then held until it lands or is released"
+		}
+		v.Message += fmt.Sprintf("; at most until %s (%s from the first change), %s", end.UTC().Format(time.RFC3339), short(p.Timeout), then)
 	}
-	if slices.ContainsFunc(r.Producers, func(p Producer) bool { return p.Polled }) {
+	if slices.ContainsFunc(waited, func(p Producer) bool { return p.Polled }) {
 		if poll := r.Now.Add(pollProducers); v.Until.IsZero() || poll.Before(v.Until) {
 			v.Until = poll
 		}
@@ -97,16 +101,61 @@ func (p Producing) Check(r Request) Verdict {
 	return v
 }
 
-// TimedOut reports whether p admitted r only because its producers did
-// not land within Timeout (the caller warns).
-func (p Producing) TimedOut(r Request) bool {
-	if len(r.Producers) == 0 || r.Released || p.Timeout <= 0 || p.OnTimeoutHold {
-		return false
+// landing says for a person how far pr is: "ExternalSecret pass, which
+// writes Secret pass, reports an error: ..." or "... has not landed ...".
+func landing(pr Producer) string {
+	if pr.Failed {
+		return fmt.Sprintf("%s %s, which writes %s %s, reports an error: %s", pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, pr.Message)
 	}
+	return fmt.Sprintf("%s %s has not landed %s %s (%s)", pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, pr.Message)
+}
+
+// Waited returns the producers the restart r waits for, the failed ones
+// first: those still writing, whatever they write, and the failed ones
+// of the sources r changes. None when r is released.
+func (Producing) Waited(r Request) []Producer {
+	if r.Released {
+		return nil
+	}
+	var failed, writing []Producer
 	for _, pr := range r.Producers {
-		if pr.Failed {
-			return false
+		switch {
+		case !pr.Failed:
+			writing = append(writing, pr)
+		case changes(r, pr.Source):
+			failed = append(failed, pr)
 		}
+	}
+	return append(failed, writing...)
+}
+
+// Ignored returns the failed producers of sources the restart r does not
+// change: not waited for, since the pods read the same content of those
+// sources with or without the restart; the caller reports them. None
+// when r is released.
+func (Producing) Ignored(r Request) []Producer {
+	if r.Released {
+		return nil
+	}
+	var out []Producer
+	for _, pr := range r.Producers {
+		if pr.Failed && !changes(r, pr.Source) {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// changes reports whether the restart r is for a change of src.
+func changes(r Request, src object.Ref) bool {
+	return slices.ContainsFunc(r.Sources, func(s Source) bool { return s.Object == src })
+}
+
+// TimedOut reports whether p admitted r only because the producers it
+// waits for (Waited) did not land within Timeout (the caller warns).
+func (p Producing) TimedOut(r Request) bool {
+	if p.Timeout <= 0 || p.OnTimeoutHold || len(p.Waited(r)) == 0 {
+		return false
 	}
 	opened := r.Settle.Opened
 	return !opened.IsZero() && !r.Now.Before(opened.Add(p.Timeout))

@@ -27,6 +27,14 @@ import (
 //   - a free slot goes to the namespace with the fewest rollouts in
 //     progress, then to the restart waiting longest; the priority
 //     annotation orders restarts only within their namespace;
+//   - within a namespace, a slot goes to the lowest priority number among
+//     the restarts waiting for one and those due to ask now: a restart
+//     another gate held until a time (Defer: a change set settling, a
+//     maintenance window) keeps its place from that time, for dueGrace,
+//     so that restarts woken together start in priority order whichever
+//     is decided first; it never makes its namespace take a slot it would
+//     not have had, and one that does not ask within dueGrace (deleted,
+//     no longer needed, held again) loses its place;
 //   - a rollout is timed from its first restart: restarting a workload
 //     again while it rolls takes no new slot and does not extend its
 //     timeout.
@@ -41,6 +49,9 @@ import (
 //	event                                       effect
 //	Check, a free slot is this restart's        admit and reserve the slot
 //	Check, otherwise                            hold (wave), wait
+//	Defer (another gate held it until t)        due at t: keeps its place in
+//	                                            its namespace from t to
+//	                                            t+dueGrace, or until it asks
 //	Commit (restart written)                    in progress, clock starts
 //	                                            (kept if already rolling)
 //	Cancel (not written)                        the slot is free again
@@ -51,6 +62,7 @@ import (
 //	Seen done or not watcher's, in progress     finished (Finished)
 //	Seen done, failed                           recovered: holds lifted
 //	Sweep, in progress longer than Timeout      failed (Failure)
+//	Sweep, due more than dueGrace ago           forgotten: holds no place
 //	Gone (workload deleted)                     forgotten
 type Rollouts struct {
 	Max           int
@@ -91,9 +103,29 @@ type rollout struct {
 type waiter struct {
 	priority int
 	key      object.Ref
-	since    time.Time
+	// since is when it asked for a slot, or, due, when it is due.
+	since time.Time
+	// due: another gate held it until due (Defer) and it has not asked
+	// since; zero: it asks, held for the wave.
+	due time.Time
 	// warned: Sweep reported that it waits too long.
 	warned bool
+}
+
+// dueGrace is how long a restart due to ask for a slot (Defer) keeps its
+// place in its namespace before it asks: the time for its wake to reach
+// a worker. It bounds how long one that never asks (deleted, no longer
+// needed) delays the others.
+const dueGrace = 30 * time.Second
+
+// ready reports whether x, due, keeps its place at now.
+func (x *waiter) ready(now time.Time) bool {
+	return !x.due.IsZero() && !now.Before(x.due) && now.Before(x.due.Add(dueGrace))
+}
+
+// before orders the waiters of one namespace: priority, then name.
+func before(a, b *waiter) int {
+	return cmp.Or(cmp.Compare(a.priority, b.priority), object.Compare(a.key, b.key))
 }
 
 // NewRollouts returns a tracker and wave scheduler.
@@ -114,12 +146,12 @@ func (w *Rollouts) Check(r Request) Verdict {
 		return Verdict{}
 	}
 	me := w.waiting[r.Workload]
-	if me == nil {
+	if me == nil || !me.due.IsZero() {
 		me = &waiter{key: r.Workload, since: r.Now}
 		w.waiting[r.Workload] = me
 	}
 	me.priority = r.Priority
-	order := w.order()
+	order := w.order(r.Now)
 	if i := slices.Index(order, me); i >= 0 && i < w.Max-len(w.running) {
 		w.admitted(r)
 		return Verdict{}
@@ -136,7 +168,7 @@ func (w *Rollouts) Check(r Request) Verdict {
 // admitted takes r out of the wave and reserves its slot.
 func (w *Rollouts) admitted(r Request) {
 	if x := w.waiting[r.Workload]; x != nil {
-		if w.Waited != nil {
+		if w.Waited != nil && x.due.IsZero() {
 			w.Waited(r.Now.Sub(x.since))
 		}
 		delete(w.waiting, r.Workload)
@@ -148,20 +180,30 @@ func (w *Rollouts) admitted(r Request) {
 	w.running[r.Workload] = &rollout{start: r.Now, sources: r.Sources, here: true, reserved: true, fresh: true}
 }
 
-// order returns the waiters that may take the free slots, in the order
-// they take them: one at a time, each to the namespace with the fewest
-// rollouts in progress (counting the slots given in this order), under
-// its share; within a namespace by priority, then name; between equal
-// namespaces the one waiting longest.
-func (w *Rollouts) order() []*waiter {
+// order returns the waiters that may take the free slots at now, in the
+// order they take them: one at a time, each to the namespace with the
+// fewest rollouts in progress (counting the slots given in this order),
+// under its share; between equal namespaces the one waiting longest.
+// Only the restarts that ask choose the namespace; within it, the slot
+// goes to the lowest priority, then name, of those that ask and those
+// due now (ready), which may thus come first in the order without asking.
+func (w *Rollouts) order(now time.Time) []*waiter {
 	byNS := map[string][]*waiter{}
+	due := map[string][]*waiter{}
 	for _, x := range w.waiting {
-		byNS[x.key.Namespace] = append(byNS[x.key.Namespace], x)
+		_, rolling := w.running[x.key] // takes no slot when it asks
+		switch {
+		case x.due.IsZero():
+			byNS[x.key.Namespace] = append(byNS[x.key.Namespace], x)
+		case x.ready(now) && !rolling:
+			due[x.key.Namespace] = append(due[x.key.Namespace], x)
+		}
 	}
 	for _, q := range byNS {
-		slices.SortFunc(q, func(a, b *waiter) int {
-			return cmp.Or(cmp.Compare(a.priority, b.priority), object.Compare(a.key, b.key))
-		})
+		slices.SortFunc(q, before)
+	}
+	for _, q := range due {
+		slices.SortFunc(q, before)
 	}
 	load := map[string]int{}
 	for k := range w.running {
@@ -184,8 +226,13 @@ func (w *Rollouts) order() []*waiter {
 		if !found {
 			return out
 		}
-		out = append(out, byNS[best][0])
-		byNS[best] = byNS[best][1:]
+		if d := due[best]; len(d) > 0 && before(d[0], byNS[best][0]) < 0 {
+			out = append(out, d[0])
+			due[best] = d[1:]
+		} else {
+			out = append(out, byNS[best][0])
+			byNS[best] = byNS[best][1:]
+		}
 		load[best]++
 	}
 }
@@ -236,6 +283,22 @@ func (w *Rollouts) Commit(r Request) {
 func (w *Rollouts) Cancel(r Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.cancel(r)
+}
+
+// Defer implements Deferrer: as Cancel, and the restart, due to ask again
+// at until, keeps its place in its namespace from then (dueGrace).
+func (w *Rollouts) Defer(r Request, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cancel(r)
+	if w.Max > 0 {
+		w.waiting[r.Workload] = &waiter{key: r.Workload, priority: r.Priority, since: until, due: until}
+	}
+}
+
+// cancel is Cancel, w.mu held.
+func (w *Rollouts) cancel(r Request) {
 	delete(w.waiting, r.Workload)
 	if ro, ok := w.running[r.Workload]; ok && ro.reserved {
 		if ro.fresh {
@@ -337,9 +400,10 @@ type Failure struct {
 	Here bool
 }
 
-// Sweep fails the rollouts in progress for longer than Timeout, and
-// returns the restarts that started waiting for a slot more than WaitWarn
-// ago (each once).
+// Sweep fails the rollouts in progress for longer than Timeout, forgets
+// the restarts due more than dueGrace ago that did not ask, and returns
+// the restarts that started waiting for a slot more than WaitWarn ago
+// (each once).
 func (w *Rollouts) Sweep(now time.Time) (failures []Failure, starved []object.Ref) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -353,7 +417,13 @@ func (w *Rollouts) Sweep(now time.Time) (failures []Failure, starved []object.Re
 	}
 	slices.SortFunc(failures, func(a, b Failure) int { return object.Compare(a.Key, b.Key) })
 	warn := cmp.Or(w.WaitWarn, w.Timeout, 10*time.Minute)
-	for _, x := range w.waiting {
+	for k, x := range w.waiting {
+		if !x.due.IsZero() {
+			if !now.Before(x.due.Add(dueGrace)) {
+				delete(w.waiting, k) // it never asked: it holds no place
+			}
+			continue
+		}
 		if !x.warned && now.Sub(x.since) >= warn {
 			x.warned = true
 			starved = append(starved, x.key)
@@ -464,12 +534,14 @@ func (w *Rollouts) GoneKind(kind string) {
 	}
 }
 
-// Next returns the waiters that may start now, in order: as many as there
-// are free slots (all of them when Max is 0).
-func (w *Rollouts) Next() []object.Ref {
+// Next returns the waiters that may start at now, in order: as many as
+// there are free slots (all of them when Max is 0). They include the
+// restarts due now that have not asked yet (Defer): waking them again
+// makes them ask, or lose their place.
+func (w *Rollouts) Next(now time.Time) []object.Ref {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	order := w.order()
+	order := w.order(now)
 	n := len(order)
 	if w.Max > 0 {
 		n = min(n, max(w.Max-len(w.running), 0))

@@ -191,7 +191,7 @@ func TestRollouts(t *testing.T) {
 					}
 				}
 				if o.next != nil || o.do == "done" || o.do == "restart" {
-					if got := w.Next(); !slices.Equal(got, o.next) && !(len(got) == 0 && len(o.next) == 0) {
+					if got := w.Next(now); !slices.Equal(got, o.next) && !(len(got) == 0 && len(o.next) == 0) {
 						t.Fatalf("op %d: Next() = %v, want %v", i, got, o.next)
 					}
 				}
@@ -231,5 +231,116 @@ func TestRolloutDuration(t *testing.T) {
 	msg := guard.Chain{w.FailedGate()}.Check(r).Message
 	if strings.Contains(msg, "%") {
 		t.Errorf("message %q", msg)
+	}
+}
+
+// TestWaveWokenTogether: restarts of one namespace that a settle held
+// together and that wake at the same moment start in priority order,
+// whichever asks first; a restart due that never asks holds the others
+// for dueGrace at most, one no longer needed (Forget) or deleted (Gone)
+// not at all, and one of another namespace never.
+func TestWaveWokenTogether(t *testing.T) {
+	const quiet = time.Minute
+	due := quiet + time.Second // they are decided again just after the settle
+	ask := func(chain guard.Chain, key string, prio int, now time.Duration) guard.Verdict {
+		r := req(key, at(now), guard.Source{Object: obj(cfg), Sum: "v1"})
+		r.Priority = prio
+		r.Settle = guard.Settle{Quiet: quiet, Max: 2 * quiet, Opened: at(0), Last: at(0)}
+		v := chain.Check(r)
+		if !v.Hold {
+			chain.Commit(r)
+		}
+		return v
+	}
+	done := func(w *guard.Rollouts, key string, now time.Duration) {
+		w.Seen(dep(key), guard.Observation{State: &guard.State{At: at(0)}, Now: at(now)})
+	}
+	type arrival struct {
+		key  string
+		prio int
+	}
+	for _, tt := range []struct {
+		name string
+		// held together by the settle, then asking in this order
+		held, asks []arrival
+		// then, what happens to the ones that do not ask
+		vanish string // "", "forget", "gone", "late"
+		want   []string
+	}{
+		{name: "arriving 2, 1, 0 start 0, 1, 2",
+			held: []arrival{{"a/p0", 0}, {"a/p1", 1}, {"a/p2", 2}}, asks: []arrival{{"a/p2", 2}, {"a/p1", 1}, {"a/p0", 0}},
+			want: []string{"a/p0", "a/p1", "a/p2"}},
+		{name: "without the annotation, last",
+			held: []arrival{{"a/none", 1001}, {"a/p5", 5}}, asks: []arrival{{"a/none", 1001}, {"a/p5", 5}},
+			want: []string{"a/p5", "a/none"}},
+		{name: "one that never asks holds the others for dueGrace",
+			held: []arrival{{"a/p0", 0}, {"a/p2", 2}}, asks: []arrival{{"a/p2", 2}}, vanish: "late",
+			want: []string{"a/p2"}},
+		{name: "one no longer needed holds nothing",
+			held: []arrival{{"a/p0", 0}, {"a/p2", 2}}, asks: []arrival{{"a/p2", 2}}, vanish: "forget",
+			want: []string{"a/p2"}},
+		{name: "one deleted holds nothing",
+			held: []arrival{{"a/p0", 0}, {"a/p2", 2}}, asks: []arrival{{"a/p2", 2}}, vanish: "gone",
+			want: []string{"a/p2"}},
+		{name: "another namespace's is not waited for",
+			held: []arrival{{"b/p0", 0}, {"a/p2", 2}}, asks: []arrival{{"a/p2", 2}},
+			want: []string{"a/p2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := guard.NewRollouts(1, 10*time.Minute, true)
+			chain := guard.Chain{guard.Settles{}, w.FailedGate(), w}
+			for _, a := range tt.held {
+				if v := ask(chain, a.key, a.prio, time.Second); v.Reason != guard.ReasonChangeSet {
+					t.Fatalf("%s at 1s: %+v, want held for its change set", a.key, v)
+				}
+			}
+			now := due
+			switch tt.vanish {
+			case "forget":
+				w.Forget(dep("a/p0"))
+			case "gone":
+				w.Gone(dep("a/p0"))
+			case "late":
+				if v := ask(chain, "a/p2", 2, now); v.Reason != guard.ReasonWave {
+					t.Fatalf("a/p2 admitted while a/p0, due, may still ask: %+v", v)
+				}
+				if next := w.Next(at(now)); !slices.Equal(next, []object.Ref{dep("a/p0")}) {
+					t.Errorf("Next = %v, want a/p0 woken again", next)
+				}
+				now += 30 * time.Second
+				w.Sweep(at(now))
+				if next := w.Next(at(now)); !slices.Equal(next, []object.Ref{dep("a/p2")}) {
+					t.Errorf("Next after dueGrace = %v, want a/p2", next)
+				}
+			}
+			var started []string
+			pending := slices.Clone(tt.asks)
+			for round := 0; len(pending) > 0; round++ {
+				if round > len(tt.asks) {
+					t.Fatalf("started %v, then nothing of %v", started, pending)
+				}
+				var admitted string
+				for _, a := range pending {
+					v := ask(chain, a.key, a.prio, now)
+					if !v.Hold {
+						admitted = a.key
+						break
+					}
+					if v.Reason != guard.ReasonWave {
+						t.Fatalf("%s: %+v", a.key, v)
+					}
+				}
+				if admitted == "" {
+					continue
+				}
+				started = append(started, admitted)
+				pending = slices.DeleteFunc(pending, func(a arrival) bool { return a.key == admitted })
+				now += time.Second
+				done(w, admitted, now)
+			}
+			if !slices.Equal(started, tt.want) {
+				t.Errorf("started %v, want %v", started, tt.want)
+			}
+		})
 	}
 }

@@ -132,6 +132,9 @@ type Guards struct {
 	waiting map[object.Ref]bool // restarts waiting for restore
 	timers  map[object.Ref]*time.Timer
 	release map[object.Ref]string // ReleaseAnnotation last seen on failed workloads
+	// warned are the failed producers (and sources) the pending restart
+	// of a workload does not wait for, said once (unwaited).
+	warned map[object.Ref][]string
 }
 
 // hold is a restart held now.
@@ -163,6 +166,7 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 		rollouts:  guard.NewRollouts(cfg.MaxConcurrent, cfg.RolloutTimeout, cfg.HoldOnFailure),
 		wake:      make(chan event.TypedGenericEvent[object.Ref], 1024),
 		held:      map[object.Ref]hold{}, waiting: map[object.Ref]bool{}, timers: map[object.Ref]*time.Timer{}, release: map[object.Ref]string{},
+		warned: map[object.Ref][]string{},
 	}
 	if g.notifier == nil {
 		g.notifier = guard.NopNotifier{}
@@ -212,6 +216,7 @@ func (g *Guards) AdmitWith(ctx context.Context, key object.Ref, obj client.Objec
 	g.mu.Unlock()
 	req.Released = wasHeld && (h.released || releasedSince(h.release, values))
 	v := g.chain.Check(req)
+	g.unwaited(key, obj, req)
 	if !v.Hold {
 		if g.producing.TimedOut(req) {
 			g.producerTimedOut(obj, req)
@@ -294,7 +299,7 @@ func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object,
 		}
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum, Keys: c.Keys})
 	}
-	req.Settle = g.settle(obj, policy, req.Sources, req.Now, report)
+	req.Settle = g.settle(obj, policy, req, report)
 	g.changeSets(&req.Settle, key, obj, p)
 	req.Producers = g.producers(ctx, key, obj, p, &req, report)
 	return req
@@ -409,6 +414,7 @@ func (g *Guards) unhold(ctx context.Context, key object.Ref, why string) {
 	h, was := g.held[key]
 	delete(g.held, key)
 	delete(g.waiting, key)
+	delete(g.warned, key)
 	if t := g.timers[key]; t != nil {
 		t.Stop()
 		delete(g.timers, key)

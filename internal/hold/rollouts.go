@@ -120,7 +120,7 @@ func (g *Guards) finished(ctx context.Context, obj client.Object, f guard.Finish
 
 // wakeNext decides again the waiters of the wave that may start now.
 func (g *Guards) wakeNext(ctx context.Context) {
-	for _, k := range g.rollouts.Next() {
+	for _, k := range g.rollouts.Next(g.now()) {
 		g.wakeNow(ctx, k)
 	}
 }

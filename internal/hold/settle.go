@@ -27,6 +27,10 @@ import (
 //	kept on the workload (guard.PendingAnnotation)  the set told to the gate
 //	none, or not signed for it, or stale            opened at the earliest, last changed
 //	                                                at the latest change seen of its sources
+//	... and no change of them seen by this process  opened and last changed when this
+//	                                                process first held the restart, or now:
+//	                                                it waits a whole quiet period (a new
+//	                                                process cannot tell a half-landed change)
 //	the same sources and contents                   opened and last changed as kept, or
 //	                                                later if a change was seen since
 //	another set (a source joined or changed again)  opened as kept; last changed when
@@ -38,10 +42,12 @@ import (
 // or the producers') has passed since it opened: it belongs to a change
 // restarted or undone long ago.
 
-// settle returns the change set of the restart of obj for sources, its
-// settings read from obj (invalid ones reported, and those of its
-// policies or the installation used), else from its policies.
-func (g *Guards) settle(obj client.Object, policy Settle, sources []guard.Source, now time.Time, report func(error)) guard.Settle {
+// settle returns the change set of the restart req of obj (its workload,
+// sources and time), its settings read from obj (invalid ones reported,
+// and those of its policies or the installation used), else from its
+// policies.
+func (g *Guards) settle(obj client.Object, policy Settle, req guard.Request, report func(error)) guard.Settle {
+	sources, now := req.Sources, req.Now
 	s := guard.Settle{Quiet: cmp.Or(policy.Quiet, g.cfg.Settle), Max: cmp.Or(policy.Max, g.cfg.SettleMax)}
 	if quiet, maxWait, err := optin.SettleOf(obj.GetAnnotations()); err != nil {
 		report(err)
@@ -87,10 +93,30 @@ func (g *Guards) settle(obj client.Object, policy Settle, sources []guard.Source
 		if last.After(kept.Last) {
 			s.Last = last
 		}
+	case last.IsZero():
+		// Nothing seen, nothing kept: a new process (a restart of
+		// watcher, a new leader) before the set was first kept. The
+		// change may be half landed: wait a whole quiet period from
+		// when this process first held the restart (kept in memory,
+		// so the wait ends even when nothing can be kept).
+		at := cmp.Or(g.heldSince(req.Workload), now)
+		s.Opened, s.Last = at, at
 	default:
 		s.Opened, s.Last = cmp.Or(first, now), last
 	}
 	return s
+}
+
+// heldSince returns when this process first held the restart of key now
+// held: for its change set, else for any reason; zero if not held.
+func (g *Guards) heldSince(key object.Ref) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h, ok := g.held[key]
+	if !ok {
+		return time.Time{}
+	}
+	return cmp.Or(h.setSince, h.since)
 }
 
 // producers returns the producers of the sources of the workload key (p's
@@ -202,12 +228,16 @@ func (g *Guards) refreshSiblings(ctx context.Context, obj client.Object, req *gu
 }
 
 // producerTimedOut says that the restart of obj rolls although producers
-// of its sources have not landed what they are writing.
+// of its sources have not landed what they are writing, or report an
+// error, after the producers' timeout.
 func (g *Guards) producerTimedOut(obj client.Object, req guard.Request) {
-	pr := req.Producers[0]
+	pr := g.producing.Waited(req)[0]
+	how := fmt.Sprintf("%s %s has not landed %s %s", pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name)
+	if pr.Failed {
+		how = fmt.Sprintf("%s %s, which writes %s %s, reports an error", pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name)
+	}
 	g.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonProducerTimeout, "Restart", "%s",
-		note.Truncate(fmt.Sprintf("Restarting although %s %s has not landed %s %s after %s (%s)",
-			pr.Object.Kind, pr.Object.Name, pr.Source.Kind, pr.Source.Name, g.cfg.ProducerTimeout, pr.Message)))
+		note.Truncate(fmt.Sprintf("Restarting although %s after %s (%s)", how, g.cfg.ProducerTimeout, pr.Message)))
 }
 
 // changeSets fills in s the change-set ids (optin.ChangeSet) of the sources
