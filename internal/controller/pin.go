@@ -34,6 +34,7 @@ const (
 	ReasonPinNameTaken   = "PinNameTaken"
 	ReasonPinBudgetSpent = "PinBudgetSpent"
 	ReasonPinsTooMany    = "PinsTooMany"
+	ReasonPinRefused     = "PinRefused"
 )
 
 // SnapshotView sees every snapshot and pinned revision of the namespaces
@@ -241,6 +242,11 @@ func (r *Reconciler) pinsFor(ctx context.Context, w *gathered, obj client.Object
 		outcome = "partial"
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinNameTaken, "Pin", "%s",
 			note.Join("Left live, not pinned: the name of its snapshot is taken by an object that is not its snapshot: ", names(res.Taken)))
+	}
+	if len(res.Refused) > 0 {
+		outcome = "partial"
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPinRefused, "Pin", "%s",
+			note.Join("Left live, not pinned: the API server refused its snapshot (a quota, an admission policy): ", names(res.Refused)))
 	}
 	if len(res.OverBudget) > 0 {
 		outcome = "partial"

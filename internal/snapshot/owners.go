@@ -238,7 +238,9 @@ func (o *Owners) watch(q workqueue.TypedRateLimitingInterface[revision], ns stri
 		if err != nil {
 			return err
 		}
+		o.mu.Lock() // PinnedBefore reads them from the controller's workers
 		o.revisions = append(o.revisions, revisionWatch{resource: gvr.Resource, inf: inf})
+		o.mu.Unlock()
 	}
 	for _, gvr := range snapshotKinds {
 		inf := sf.ForResource(gvr).Informer()

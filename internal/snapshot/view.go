@@ -8,11 +8,18 @@ import "k8s.io/apimachinery/pkg/types"
 // lost both (a replace); it was not simply never pinned. known is false
 // while the watch has not synced.
 func (o *Owners) PinnedBefore(_ string, uid types.UID) (pinned, known bool) {
-	watches := o.revisions // set before the controller starts (Start)
+	o.mu.Lock()
+	watches := o.revisions
+	o.mu.Unlock()
 	for _, w := range watches {
 		if !w.inf.HasSynced() {
 			return false, false
 		}
 	}
-	return len(o.revisionsOf(uid)) > 0, len(watches) > 0
+	for _, w := range watches {
+		if objs, _ := w.inf.GetIndexer().ByIndex(byController, string(uid)); len(objs) > 0 {
+			return true, true
+		}
+	}
+	return false, len(watches) > 0
 }
