@@ -31,8 +31,8 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
-	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/verdict"
 )
 
 // Config sets the guards against restart storms (see package guard).
