@@ -25,6 +25,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/selection"
+	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/trigger"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -76,8 +77,9 @@ type Reconciler struct {
 	// mounts knows the SecretProviderClasses workloads' pods mount; nil
 	// when CSI is off (mounted.go).
 	mounts *csi.Watcher
-	// pinningOff says once per workload that pinning is off (pin.go).
-	pinningOff said
+	// pinner completes the pin facts and writes pins and rollbacks
+	// (package snapshot); a nil Maker in it: pinning is off.
+	pinner *snapshot.Pinner
 	// stale follows the workloads whose restart is due but not made
 	// (stale.go).
 	stale staleSet

@@ -108,6 +108,18 @@ func SourceOf(kind, name string) (Source, bool) {
 // String returns "kind/name".
 func (s Source) String() string { return s.Kind + "/" + s.Name }
 
+// ObjectKind is the kind of s as the API and references name it
+// ("ConfigMap", "Secret"): SourceOf's inverse.
+func (s Source) ObjectKind() string {
+	if s.Kind == Secret {
+		return "Secret"
+	}
+	return "ConfigMap"
+}
+
+// ID is s as a reference names it ("ConfigMap/name", refs.Ref.ID).
+func (s Source) ID() string { return s.ObjectKind() + "/" + s.Name }
+
 // Pins maps each pinned source to its snapshot's name.
 type Pins map[Source]string
 

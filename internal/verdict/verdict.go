@@ -216,7 +216,7 @@ func sameContent(f Facts, sources []pin.Source) bool {
 		return false
 	}
 	for _, src := range sources {
-		s := f.Sources[refID(src)]
+		s := f.Sources[src.ID()]
 		if s.Snapshot == "" || f.Pin.Template[src] != s.Snapshot {
 			return false
 		}
@@ -316,7 +316,7 @@ func LeftByRollback(f Facts, p plan.Plan) bool {
 		sources = append(sources, src)
 	}
 	return pin.LeftByRollback(f.Pin.From, sources, func(src pin.Source) string {
-		return f.Sources[refID(src)].Snapshot
+		return f.Sources[src.ID()].Snapshot
 	})
 }
 
@@ -383,14 +383,6 @@ func Newest(f Facts, p plan.Plan) string {
 		}
 	}
 	return id
-}
-
-// refID is the refs.Ref.ID of src.
-func refID(src pin.Source) string {
-	if src.Kind == pin.Secret {
-		return string(refs.Secret) + "/" + src.Name
-	}
-	return string(refs.ConfigMap) + "/" + src.Name
 }
 
 // sortedIDs returns the keys of m in order.
