@@ -174,15 +174,26 @@ func (o *Owners) unpinned(ctx context.Context, r revision) error {
 	if err != nil {
 		return nil
 	}
+	// The revision's pods, as metadata: most looks end here, none unpinned.
+	var own metav1.PartialObjectMetadataList
+	own.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := o.Fresh.List(ctx, &own, client.InNamespace(r.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if apierrors.IsForbidden(err) {
+			o.Log.V(1).Info("Cannot list pods: pods that came up unpinned are not looked for", "namespace", r.namespace)
+			return nil
+		}
+		return err
+	}
+	if !slices.ContainsFunc(own.Items, func(p metav1.PartialObjectMetadata) bool {
+		return p.Annotations[pin.PinsAnnotation] != "" && p.Annotations[pin.Admitted] != "true"
+	}) {
+		return nil
+	}
 	// The pinned pods of the namespace: the revision's, its workload's
 	// others (one replacement at a time) and any marked one (the proof
 	// that the policy is in force).
 	var pods corev1.PodList
 	if err := o.Fresh.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabels{pin.PinnedLabel: "true"}); err != nil {
-		if apierrors.IsForbidden(err) {
-			o.Log.V(1).Info("Cannot list pods: pods that came up unpinned are not looked for", "namespace", r.namespace)
-			return nil
-		}
 		return err
 	}
 	facts := make([]podFacts, 0, len(pods.Items))
