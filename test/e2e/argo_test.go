@@ -3,6 +3,8 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +141,9 @@ func rolloutReplicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
 }
 
 // waitRolledOut waits until the Rollout name owns n ReplicaSets and its pods
-// (two, Ready) all belong to the newest, which Argo reports Healthy.
+// (two, Ready) all belong to the newest, which Argo reports Healthy,
+// current and stable (a status still of the previous revision, Healthy,
+// would let an undo come in the middle of the rollout).
 func waitRolledOut(t *testing.T, ns, name string, n int) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -148,7 +152,18 @@ func waitRolledOut(t *testing.T, ns, name string, n int) {
 		phase, _, _ := unstructured.NestedString(ro.Object, "status", "phase")
 		g.Expect(phase).To(Equal("Healthy"), "Rollout %s phase", name)
 		hash, _, _ := unstructured.NestedString(ro.Object, "status", "currentPodHash")
-		g.Expect(rolloutReplicaSets(t, ns, name)).To(HaveLen(n))
+		// Argo's status may still be the previous revision's, Healthy:
+		// the newest ReplicaSet is the one current, and promoted.
+		stable, _, _ := unstructured.NestedString(ro.Object, "status", "stableRS")
+		g.Expect(stable).To(Equal(hash), "Rollout %s fully promoted", name)
+		rss := rolloutReplicaSets(t, ns, name)
+		g.Expect(rss).To(HaveLen(n))
+		newest := slices.MaxFunc(rss, func(a, b appsv1.ReplicaSet) int {
+			ra, _ := strconv.Atoi(a.Annotations["rollout.argoproj.io/revision"])
+			rb, _ := strconv.Atoi(b.Annotations["rollout.argoproj.io/revision"])
+			return ra - rb
+		})
+		g.Expect(newest.Labels["rollouts-pod-template-hash"]).To(Equal(hash), "Rollout %s's status is of its newest ReplicaSet", name)
 		var pods corev1.PodList
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": hash})).To(Succeed())
 		ready := 0
