@@ -3,6 +3,8 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/controller"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/internal/workload"
 	"github.com/watcher-dev/watcher/test/fixture"
 )
@@ -138,7 +141,9 @@ func rolloutReplicaSets(t *testing.T, ns, name string) []appsv1.ReplicaSet {
 }
 
 // waitRolledOut waits until the Rollout name owns n ReplicaSets and its pods
-// (two, Ready) all belong to the newest, which Argo reports Healthy.
+// (two, Ready) all belong to the newest, which Argo reports Healthy,
+// current and stable (a status still of the previous revision, Healthy,
+// would let an undo come in the middle of the rollout).
 func waitRolledOut(t *testing.T, ns, name string, n int) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -147,7 +152,18 @@ func waitRolledOut(t *testing.T, ns, name string, n int) {
 		phase, _, _ := unstructured.NestedString(ro.Object, "status", "phase")
 		g.Expect(phase).To(Equal("Healthy"), "Rollout %s phase", name)
 		hash, _, _ := unstructured.NestedString(ro.Object, "status", "currentPodHash")
-		g.Expect(rolloutReplicaSets(t, ns, name)).To(HaveLen(n))
+		// Argo's status may still be the previous revision's, Healthy:
+		// the newest ReplicaSet is the one current, and promoted.
+		stable, _, _ := unstructured.NestedString(ro.Object, "status", "stableRS")
+		g.Expect(stable).To(Equal(hash), "Rollout %s fully promoted", name)
+		rss := rolloutReplicaSets(t, ns, name)
+		g.Expect(rss).To(HaveLen(n))
+		newest := slices.MaxFunc(rss, func(a, b appsv1.ReplicaSet) int {
+			ra, _ := strconv.Atoi(a.Annotations["rollout.argoproj.io/revision"])
+			rb, _ := strconv.Atoi(b.Annotations["rollout.argoproj.io/revision"])
+			return ra - rb
+		})
+		g.Expect(newest.Labels["rollouts-pod-template-hash"]).To(Equal(hash), "Rollout %s's status is of its newest ReplicaSet", name)
 		var pods corev1.PodList
 		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": hash})).To(Succeed())
 		ready := 0
@@ -183,7 +199,9 @@ func ownedByRollout(p corev1.Pod, name string) bool {
 // its snapshot, handed to that ReplicaSet; Argo's undo (the template of an
 // older ReplicaSet copied back, as `kubectl argo rollouts undo` does)
 // brings that revision's snapshot back, and watcher says RolledBack
-// without rolling.
+// without rolling. Every pod of every pinned revision reads its snapshot
+// and none came up unpinned (installPinning waits until the API server
+// enforces the policy).
 func TestPinnedArgoRollout(t *testing.T) {
 	dir := argoRollouts(t)
 	installCRDs(t, filepath.Join(dir, "crds"))
@@ -213,10 +231,23 @@ func TestPinnedArgoRollout(t *testing.T) {
 		}
 		return appsv1.ReplicaSet{}
 	}
+	// readsOf returns what the pods of ReplicaSet rs read.
+	readsOf := func(rs appsv1.ReplicaSet) []string {
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": rs.Labels["rollouts-pod-template-hash"]})).To(Succeed())
+		var reads []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				reads = append(reads, p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name)
+			}
+		}
+		return reads
+	}
 	setData(t, cm, "a", "2")
 	waitRolledOut(t, ns, "own", 2)
 	second := byRevision("2")
 	g.Expect(pinsOf(second)).To(HavePrefix("cfg-pin-"))
+	g.Expect(readsOf(second)).To(And(HaveLen(2), HaveEach(pinsOf(second))), "the first pinned revision's pods read its snapshot")
 	setData(t, cm, "a", "3")
 	waitRolledOut(t, ns, "own", 3)
 	third := byRevision("3")
@@ -229,12 +260,7 @@ func TestPinnedArgoRollout(t *testing.T) {
 		}
 		return owners
 	}, wait).Should(Equal([]string{"ReplicaSet/" + third.Name}))
-	var pods corev1.PodList
-	g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"rollouts-pod-template-hash": third.Labels["rollouts-pod-template-hash"]})).To(Succeed())
-	g.Expect(pods.Items).NotTo(BeEmpty())
-	for _, p := range pods.Items {
-		g.Expect(p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name).To(Equal(pinsOf(third)))
-	}
+	g.Expect(readsOf(third)).To(And(HaveLen(2), HaveEach(pinsOf(third))))
 
 	// Argo's undo: revision 2's template back on the Rollout.
 	tmpl := second.Spec.Template.DeepCopy()
@@ -262,4 +288,9 @@ func TestPinnedArgoRollout(t *testing.T) {
 		return reads
 	}, 2*wait).Should(And(HaveLen(2), HaveEach(pinsOf(second))), "the pods read revision 2's snapshot again")
 	g.Expect(get(t, cm).Data).To(Equal(map[string]string{"a": "3"}), "the live ConfigMap untouched")
+	for _, rs := range rolloutReplicaSets(t, ns, "own") {
+		t.Logf("ReplicaSet %s: revision %s, replicas %d, pins %s", rs.Name, rs.Annotations["rollout.argoproj.io/revision"], *rs.Spec.Replicas, pinsOf(rs))
+	}
+	// Every pod came up through the policy in force: none to replace.
+	g.Expect(eventNote(t, ns, "Rollout", snapshot.ReasonPodsUnpinned)).To(BeEmpty())
 }

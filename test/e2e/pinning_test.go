@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -38,8 +39,48 @@ const pinningPolicy = "watcher-pins"
 // binding as the chart renders them with pinning.enabled (the real helm
 // CLI, hack/helm.sh): cluster-wide objects, which act only on pods
 // carrying watcher.dev/pins. It returns them, for a test to delete and
-// restore.
-var installPinning = sync.OnceValues(func() ([]*unstructured.Unstructured, error) {
+// restore, once the API server enforces them (pinningInForce), at every
+// call: a test before may have restored them just now.
+func installPinning() ([]*unstructured.Unstructured, error) {
+	objs, err := createPinning()
+	if err != nil {
+		return nil, err
+	}
+	return objs, pinningInForce()
+}
+
+// pinningInForce waits until the API server enforces the pinning policy
+// and its binding. It loads policies from its own watch of them and
+// recompiles them at most every second: for a second or more after they
+// are written (1.6 s measured under load), a pod carrying pins is
+// admitted as it is, unpinned and unmarked (failurePolicy applies to
+// errors, not to a policy not loaded yet). A probe pod that reads a
+// ConfigMap and pins it, created in dry run (admission runs, nothing is
+// stored), comes back rewritten and marked once the policy is in force.
+func pinningInForce() error {
+	const snapshot = "probe-pin-00000000000000000000"
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "pinning-probe",
+			Annotations: map[string]string{pin.PinsAnnotation: "configmap/probe=" + snapshot}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "probe",
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "probe"}}}}}}},
+	}
+	var last error
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		p := probe.DeepCopy()
+		if last = k8s.Create(ctx, p, client.DryRunAll); last != nil {
+			continue
+		}
+		if p.Annotations[pin.Admitted] == "true" && p.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name == snapshot {
+			return nil
+		}
+		last = errors.New("the probe pod was admitted unpinned")
+	}
+	return fmt.Errorf("the pinning policy is not in force after %s: %w", wait, last)
+}
+
+// createPinning creates, once, the objects of installPinning.
+var createPinning = sync.OnceValues(func() ([]*unstructured.Unstructured, error) {
 	out, err := exec.Command("../../hack/helm.sh").Output()
 	if err != nil {
 		return nil, err

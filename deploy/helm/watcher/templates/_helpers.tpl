@@ -148,8 +148,10 @@ CronJob); Argo Rollouts, ReloadPolicies and the CSI driver's pod statuses
 (with get on pods and ReplicaSets) if enabled; with pinning, create and
 patch ConfigMaps and Secrets (snapshots, and their owners: the policy
 <fullname>-snapshots of pinning.yaml admits nothing else), read
-ReplicaSets and ControllerRevisions, and list pods (metadata, to find
-those of a pinned revision that came up unpinned). Whether Jobs are watched, the
+ReplicaSets and ControllerRevisions, list pods (to find those of a
+pinned revision that came up unpinned) and evict them (pods/eviction:
+their controller re-creates them through the policy; the Eviction API
+honours their PodDisruptionBudgets). Whether Jobs are watched, the
 trigger, evict and CSI are on is read from extraArgs too (_args.tpl).
 Nothing may update or delete a ConfigMap or a Secret, and no Pod is ever
 created. */}}
@@ -230,6 +232,9 @@ created. */}}
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
 {{- end }}
 {{- if .Values.rbac.reloadPolicies }}
 - apiGroups: [watcher.dev]
