@@ -260,13 +260,8 @@ func (o *Owners) workloadOf(p *corev1.Pod) types.UID {
 	if c.Kind != "ReplicaSet" {
 		return c.UID
 	}
-	for _, inf := range o.revisions {
-		objs, _ := inf.GetIndexer().ByIndex(byUID, string(c.UID))
-		for _, obj := range objs {
-			if rc := metav1.GetControllerOf(obj.(*metav1.PartialObjectMetadata)); rc != nil {
-				return rc.UID
-			}
-		}
+	if rc := o.controllerOf(c.UID); rc != nil {
+		return rc.UID
 	}
 	return ""
 }
