@@ -55,6 +55,26 @@ type Verdict struct {
 	// TooMany: the restart would pin more than pin.MaxPins: it pins
 	// nothing.
 	TooMany bool `json:"tooMany,omitempty"`
+	// WritePins: the write (a restart, a release repinned) writes the
+	// pins of the template anew: Pins ("Kind/name"), none: they are
+	// removed and the pods read the live objects (Outcome.WritePins,
+	// Outcome.Pins).
+	WritePins bool     `json:"writePins,omitempty"`
+	Pins      []string `json:"pins,omitempty"`
+}
+
+// verdictOf says what the chain made of the decision p.
+func verdictOf(f verdict.Facts, p plan.Plan, out verdict.Outcome) *Verdict {
+	v := &Verdict{Decided: p.Action.String(), Rule: out.Rule, Why: out.Why, Stale: out.Stale,
+		Pinning: f.Pin.On, PinnedBefore: f.Pin.PinnedBefore, Missing: f.Pin.Missing, TooMany: out.TooMany, WritePins: out.WritePins}
+	for _, src := range out.Pins {
+		kind := refs.ConfigMap
+		if src.Kind == pin.Secret {
+			kind = refs.Secret
+		}
+		v.Pins = append(v.Pins, string(kind)+"/"+src.Name)
+	}
+	return v
 }
 
 // policyPins reports whether a ReloadPolicy with pin applies to the

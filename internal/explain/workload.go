@@ -268,8 +268,7 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	p := plan.Decide(in)
 	f := s.facts(w, in)
 	out := verdict.Apply(f, p)
-	rep.Verdict = &Verdict{Decided: p.Action.String(), Rule: out.Rule, Why: out.Why, Stale: out.Stale,
-		Pinning: f.Pin.On, PinnedBefore: f.Pin.PinnedBefore, Missing: f.Pin.Missing, TooMany: out.TooMany}
+	rep.Verdict = verdictOf(f, p, out)
 	rep.Action, rep.Pending = out.Plan.Action.String(), out.Plan.Action == plan.Restart && rep.Watched
 	for _, c := range p.Changes {
 		cfg := w.Configs[c.Ref.ID()]
