@@ -338,6 +338,7 @@ func (c *command) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	s.Configs = &lister{ctx: ctx, c: r.c, lists: map[string][]*packed.Object{}}
+	s.Pinning = r.pinning(ctx, c.stderr, c.prog)
 	s.NamespaceLabels = (&namespaceLabels{ctx: ctx, c: r.c, warn: c.stderr, prog: c.prog, read: map[string]map[string]string{}}).get
 	if c.name == cmdStale {
 		return c.stale(ctx, r, s, out)

@@ -199,6 +199,9 @@ func (r *reader) explain(ctx context.Context, s explain.Settings, arg string) (r
 	}
 	var notes []string
 	w.Events, notes = r.events(ctx, kind.workload, r.namespace, name)
+	if err := r.pinFacts(ctx, &w); err != nil {
+		notes = append(notes, "pins not checked (no snapshot taken for missing, no revision for pinned before): "+err.Error())
+	}
 	w.Producers = r.producers(ctx, r.namespace)
 	rep, err := explain.ExplainWorkload(s, w)
 	rep.Notes = append(rep.Notes, notes...)

@@ -8,10 +8,15 @@ package cli
 // a rule ignores, a key its pods need is missing, or, for a workload that
 // pins its config, its template pins a snapshot whose content is not its
 // source's now (compared in memory, key by key; only key names are
-// printed). Why, the first that holds (judgeStale):
+// printed). Why, the first that holds (judgeStale); the first two are
+// the controller's chain (package verdict, run by explain on what was
+// read), never worked out here:
 //
 //	what the workload shows                               Why
-//	watcher.dev/rolled-back-from                          rolled back
+//	the chain's rule RolledBack or LeftByRollback, or
+//	  every stale source's content is what a rollback
+//	  left (verdict.LeftByRollback, explain.Pin)          rolled back
+//	the chain's rule InRelease                            in release
 //	not watched (namespaces, selectors)                   not watched
 //	a stale source dropped or ignored by a rule           opted out
 //	a pending change set, a ReloadPolicy's pending entry,
@@ -48,6 +53,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -63,8 +69,8 @@ type Stale struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// Why is rolled back, not watched, opted out, held, failed, OnDelete
-	// or not restarted yet; Detail says more.
+	// Why is rolled back, in release, not watched, opted out, held,
+	// failed, OnDelete or not restarted yet; Detail says more.
 	Why    string `json:"why"`
 	Detail string `json:"detail,omitempty"`
 	// Since is the oldest change time known.
@@ -87,6 +93,7 @@ type StaleSource struct {
 // The answers of Stale.Why.
 const (
 	whyRolledBack = "rolled back"
+	whyInRelease  = "in release"
 	whyNotWatched = "not watched"
 	whyOptedOut   = "opted out"
 	whyHeld       = "held"
@@ -128,7 +135,11 @@ func judgeStale(f staleFacts) (Stale, bool) {
 		}
 		st.Sources[i].Keys = slices.Compact(slices.Sorted(slices.Values(append(st.Sources[i].Keys, s.Keys...))))
 	}
-	if rep.Pending {
+	rule := ""
+	if rep.Verdict != nil {
+		rule = rep.Verdict.Rule
+	}
+	if rep.Pending || rule == verdict.RuleInRelease || (rep.Verdict != nil && rep.Verdict.Stale) {
 		for _, c := range rep.Changes {
 			add(StaleSource{Kind: c.Kind, Name: c.Name, Keys: c.Keys})
 		}
@@ -163,14 +174,18 @@ func judgeStale(f staleFacts) (Stale, bool) {
 		t := slices.MinFunc(since, time.Time.Compare).UTC()
 		st.Since = &t
 	}
-	rule := optedOutRule(rep, st.Sources)
+	optedOut := optedOutRule(rep, st.Sources)
 	switch {
-	case f.annotations[pin.RolledBackFrom] != "":
+	case rule == verdict.RuleRolledBack:
+		st.Why, st.Detail = whyRolledBack, "its template pins the contents of an older revision (a rollback): watcher records the rollback and restarts nothing"
+	case rule == verdict.RuleLeftByRollback || leftByRollback(rep, st.Sources):
 		st.Why, st.Detail = whyRolledBack, "a rollback left "+f.annotations[pin.RolledBackFrom]+": watcher does not roll forward until a new content arrives or "+pin.RolledBackFrom+" is removed"
+	case rule == verdict.RuleInRelease:
+		st.Why, st.Detail = whyInRelease, "its own rollout (change set "+rep.TemplateChangeSet+") carries the change: watcher records it and restarts nothing"
 	case !rep.Watched:
 		st.Why, st.Detail = whyNotWatched, rep.Excluded
-	case rule != "":
-		st.Why, st.Detail = whyOptedOut, "rule "+rule
+	case optedOut != "":
+		st.Why, st.Detail = whyOptedOut, "rule "+optedOut
 	case pending != nil:
 		st.Why, st.Detail = whyHeld, "its change set waits since "+pending.Opened.UTC().Format(time.RFC3339)+" (last change "+pending.Last.UTC().Format(time.RFC3339)+")"
 	case f.policy != nil:
@@ -185,6 +200,19 @@ func judgeStale(f staleFacts) (Stale, bool) {
 		st.Why, st.Detail = whyNotYet, "a restart is due that watcher has not written (it runs with --dry-run, holds it, or is about to write it)"
 	}
 	return st, true
+}
+
+// leftByRollback reports whether every one of sources is pinned to a
+// snapshot and its content now is what a rollback left, as the chain
+// says it (explain.Pin.LeftByRollback, verdict.LeftByRollback).
+func leftByRollback(rep explain.WorkloadReport, sources []StaleSource) bool {
+	for _, s := range sources {
+		i := slices.IndexFunc(rep.Uses, func(u explain.Use) bool { return u.Kind == s.Kind && u.Name == s.Name })
+		if i < 0 || rep.Uses[i].Pin == nil || !rep.Uses[i].Pin.LeftByRollback {
+			return false
+		}
+	}
+	return len(sources) > 0
 }
 
 // optedOutRule returns the rule that drops or ignores one of sources for
@@ -295,6 +323,9 @@ func (c *command) staleIn(ctx context.Context, r *reader, s explain.Settings, ns
 				configs[o.Ref.ID()] = cfg
 			}
 			w.Configs[o.Ref.ID()] = cfg
+		}
+		if err := nr.pinFacts(ctx, &w); err != nil {
+			fmt.Fprintf(c.stderr, "%s stale: %s/%s: pins not checked: %v\n", c.prog, ns, obj.GetName(), err)
 		}
 		report, err := explain.ExplainWorkload(s, w)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/explain"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/internal/verdict"
 )
 
 // TestJudgeStale: which workloads are stale, why (the first reason of the
@@ -35,6 +36,19 @@ func TestJudgeStale(t *testing.T) {
 	ignored.Uses = []explain.Use{{Kind: "ConfigMap", Name: "app", Verdict: "ignore", Rule: "config-opted-out"}}
 	drift := []StaleSource{{Kind: "Secret", Name: "db", Keys: []string{"password"}, Snapshot: "db-pin-1"}}
 	pending := guard.Pending{Opened: t0.Add(-time.Hour), Last: t0, Sources: []guard.Source{}}.Encode("uid", func([]byte) string { return "mac" })
+	// The chain (package verdict, run by explain) says rolled back; the
+	// annotation alone does not: a pending restart of another source rolls
+	// forward.
+	leftBehind := pendingRestart
+	leftBehind.Pending, leftBehind.Verdict = false, &explain.Verdict{Decided: "restart", Rule: verdict.RuleLeftByRollback, Stale: true}
+	recordedRollback := upToDate
+	recordedRollback.Verdict = &explain.Verdict{Decided: "none", Rule: verdict.RuleRolledBack}
+	leftPinned := upToDate
+	leftPinned.Uses = []explain.Use{{Kind: "Secret", Name: "db", Verdict: "count", Pin: &explain.Pin{State: explain.PinPinned, Snapshot: "db-pin-1", Live: "db-pin-2", LeftByRollback: true}}}
+	inRelease := pendingRestart
+	inRelease.Pending, inRelease.TemplateChangeSet = false, "8"
+	inRelease.Verdict = &explain.Verdict{Decided: "restart", Rule: verdict.RuleInRelease}
+	rolledBackFrom := map[string]string{pin.RolledBackFrom: "secret/db=db-pin-2"}
 	window := &v1alpha1.PendingRestart{Kind: "Deployment", Name: "web", Since: metav1.NewTime(t0.Add(-2 * time.Hour)), Reason: "MaintenanceWindow"}
 
 	tests := []struct {
@@ -47,8 +61,18 @@ func TestJudgeStale(t *testing.T) {
 	}{
 		{"up to date", staleFacts{report: upToDate}, "", "", time.Time{}, ""},
 		{"a restart due", staleFacts{report: pendingRestart, written: map[string]time.Time{"ConfigMap/app": t0}}, whyNotYet, "--dry-run", t0, "ConfigMap/app:mode"},
-		{"rolled back", staleFacts{report: pendingRestart, drift: drift, annotations: map[string]string{pin.RolledBackFrom: "secret/db=db-pin-2"}},
+		{"rolled back, not rolled forward", staleFacts{report: leftBehind, drift: drift, annotations: rolledBackFrom},
 			whyRolledBack, "a rollback left secret/db=db-pin-2", time.Time{}, "ConfigMap/app:mode Secret/db:password@db-pin-1"},
+		{"rolled back, another source changed", staleFacts{report: pendingRestart, drift: drift, annotations: rolledBackFrom},
+			whyNotYet, "--dry-run", time.Time{}, "ConfigMap/app:mode Secret/db:password@db-pin-1"},
+		{"a rollback recorded", staleFacts{report: recordedRollback, drift: drift},
+			whyRolledBack, "records the rollback", time.Time{}, "Secret/db:password@db-pin-1"},
+		{"rolled back, its content left", staleFacts{report: leftPinned, drift: drift, annotations: rolledBackFrom},
+			whyRolledBack, "a rollback left secret/db=db-pin-2", time.Time{}, "Secret/db:password@db-pin-1"},
+		{"pinned, drifted, not by a rollback", staleFacts{report: upToDate, drift: drift},
+			whyNotYet, "--dry-run", time.Time{}, "Secret/db:password@db-pin-1"},
+		{"in release", staleFacts{report: inRelease},
+			whyInRelease, "change set 8", time.Time{}, "ConfigMap/app:mode"},
 		{"not watched, pinned", staleFacts{report: notWatched, drift: drift}, whyNotWatched, "--workload-selector", time.Time{}, "Secret/db:password@db-pin-1"},
 		{"opted out, pinned", staleFacts{report: optedOut, drift: drift}, whyOptedOut, "rule workload-opted-out", time.Time{}, "Secret/db:password@db-pin-1"},
 		{"a change ignored", staleFacts{report: ignored}, whyOptedOut, "rule config-opted-out", time.Time{}, "ConfigMap/app:mode"},

@@ -40,6 +40,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -81,6 +82,15 @@ type Settings struct {
 	// patterns): the resolver expands them as the controller does from its
 	// store. Nil: none.
 	Configs resolve.Configs
+	// Pinning: the installation pins workloads' config (--pinning, and its
+	// admission policy installed), as the caller found out: the rules
+	// after the decision run with pinning on (verdict.Pinning.On) for a
+	// workload that pins, or has pins, of a kind that keeps its templates
+	// in revisions.
+	Pinning bool
+	// Strategy is the installation's restart strategy (--strategy); nil:
+	// restart.Default. A workload's own annotation wins (restart.For).
+	Strategy restart.Strategy
 }
 
 // configs returns s.Configs, or a lister of nothing.
@@ -168,6 +178,12 @@ type Workload struct {
 	// namespace (package producer's Judge), any order; those of the
 	// Secrets it uses are reported.
 	Producers []producer.Verdict
+	// Missing names the snapshots its pod template pins that were not
+	// found ("kind name", as verdict.Pinning.Missing); PinnedBefore, that
+	// a revision of it is pinned (a template with neither pins nor label
+	// lost them: a replace). The caller reads them, or leaves them empty.
+	Missing      []string
+	PinnedBefore bool
 }
 
 // Path is one place where a workload refers to an object.

@@ -26,6 +26,13 @@ func (r WorkloadReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "Watched:\t%s\n", yesNo(r.Watched, r.Excluded))
 	fmt.Fprintf(tw, "Record:\t%s\n", r.Record)
 	fmt.Fprintf(tw, "Action:\t%s\n", r.Action)
+	if v := r.Verdict; v != nil && v.Rule != "" {
+		said := v.Rule + " (decided " + v.Decided + ")"
+		if v.Why != "" {
+			said += ": " + v.Why
+		}
+		fmt.Fprintf(tw, "Rule:\t%s\n", said)
+	}
 	if r.OnDelete != "" {
 		fmt.Fprintf(tw, "Rolls:\tonly when pods are deleted (%s)\n", r.OnDelete)
 	}
@@ -101,6 +108,11 @@ func writeUse(w io.Writer, u Use) {
 		switch p.State {
 		case PinPinned:
 			fmt.Fprintf(w, "    pinned: the pods read snapshot %s\n", p.Snapshot)
+			if p.LeftByRollback {
+				fmt.Fprintf(w, "    its content now (%s) is what a rollback left: not rolled forward to\n", p.Live)
+			} else if p.Live != "" {
+				fmt.Fprintf(w, "    its content now is %s\n", p.Live)
+			}
 		case PinFloating:
 			fmt.Fprintf(w, "    floating: the pods read it live (%s)\n", p.Reason)
 		default:

@@ -14,11 +14,11 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
-	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
+	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -88,6 +88,9 @@ type WorkloadReport struct {
 	// and RecordedChangeSet the one recorded with its record.
 	TemplateChangeSet string `json:"templateChangeSet,omitempty"`
 	RecordedChangeSet string `json:"recordedChangeSet,omitempty"`
+	// Verdict is what the rules after the decision (package verdict) made
+	// of it; nil when nothing was decided (Action unknown).
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // ChangeSet is the change set a workload's restart waits for, read from
@@ -260,12 +263,13 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 		rep.Status = status(rep, plan.Plan{})
 		return rep, nil
 	}
+	// The rules after the decision are the controller's chain, run on the
+	// facts explain read: what it says is what the controller does.
 	p := plan.Decide(in)
-	if leftByRollback(obj, w.Configs, p) {
-		rep.Notes = append(rep.Notes, "rolled back: not rolling forward to the content the rollback left ("+pin.RolledBackFrom+") until another content arrives or the annotation is removed")
-		p = plan.Plan{Action: plan.None}
-	}
-	rep.Action, rep.Pending = p.Action.String(), p.Action == plan.Restart && rep.Watched
+	f := s.facts(w, in)
+	out := verdict.Apply(f, p)
+	rep.Verdict = verdictOf(f, p, out)
+	rep.Action, rep.Pending = out.Plan.Action.String(), out.Plan.Action == plan.Restart && rep.Watched
 	for _, c := range p.Changes {
 		cfg := w.Configs[c.Ref.ID()]
 		rep.Changes = append(rep.Changes, Change{Kind: string(c.Ref.Kind), Name: c.Ref.Name, Keys: c.Keys, SealedSecret: cfg.SealedSecret, ChangedBy: cfg.ChangedBy})
@@ -277,12 +281,16 @@ func ExplainWorkload(s Settings, w Workload) (WorkloadReport, error) {
 	for _, m := range p.Missing {
 		rep.Missing = append(rep.Missing, Missing{Kind: string(m.Ref.Kind), Name: m.Ref.Name, Keys: m.Keys})
 	}
-	pinned := s.pins(obj, in.Refs)
 	for i := range rep.Uses {
 		rep.Uses[i].Hashes = hashes(in, rep.Uses[i])
 		rep.Uses[i].ChangeSet = optin.ChangeSetOf(w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name].Annotations)
-		rep.Uses[i].Pin = pinOf(obj, pinned, rep.Uses[i], w.Configs[string(rep.Uses[i].Kind)+"/"+rep.Uses[i].Name])
+		rep.Uses[i].Pin = pinOf(f, out, rep.Uses[i])
 	}
+	if said := verdictStatus(f, out); said != "" && rep.Watched {
+		rep.Status = said
+		return rep, nil
+	}
+	p.Action = out.Plan.Action
 	rep.Status = status(rep, p)
 	return rep, nil
 }
@@ -345,7 +353,7 @@ func (s Settings) use(in plan.Input, o resolve.Origin, cfg Config, where []Path)
 	if u.Paths == nil {
 		u.Paths = []Path{}
 	}
-	pc := plan.Config{Present: cfg.Found, Keys: cfg.Keys, Annotations: cfg.Annotations, Labels: cfg.Labels}
+	pc := plan.Config{Present: cfg.Found, Keys: cfg.Keys, Annotations: cfg.Annotations, Labels: cfg.Labels, Type: cfg.Type, Sum: cfg.Sum}
 	ok := true
 	switch why := s.configWatched(cfg); {
 	case cfg.Unreadable != "":
