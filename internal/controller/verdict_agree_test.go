@@ -230,7 +230,7 @@ func controllerVerdict(t *testing.T, s pinScene) string {
 	var pinned []string
 	if restarted {
 		for src := range pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation]) {
-			pinned = append(pinned, storeKind(src)+"/"+src.Name)
+			pinned = append(pinned, src.ID())
 		}
 	}
 	return verdictSays(action, rule, pinned)
