@@ -25,7 +25,7 @@ func newPinning(o *options.Options, mgr manager.Manager, hasher *hash.Hasher, lo
 		return nil, nil, fmt.Errorf("metadata client: %w", err)
 	}
 	owners := &snapshot.Owners{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Metadata: md, Namespaces: o.Namespaces,
-		Log: log.WithName("snapshots"), Recorder: mgr.GetEventRecorder("watcher"), Sign: hasher.MAC}
+		Log: log.WithName("snapshots"), Recorder: mgr.GetEventRecorder("watcher"), Sign: hasher.MAC, Grace: o.PinningGrace}
 	maker := &snapshot.Maker{Client: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Hasher: hasher, Policy: o.PinningPolicy,
 		Budget: int64(o.PinningBudget) << 20, Stored: owners.Stored, Sign: hasher.MAC}
 	return maker, owners, nil

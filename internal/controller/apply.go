@@ -51,7 +51,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 	if _, evicts := w.strategy.(restart.Evict); evicts {
 		onDelete = "" // watcher replaces the pods itself (evictStep)
 	}
-	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete, hold.Settle{Quiet: w.applied.Settle, Max: w.applied.SettleMax})
+	req, gated, admitted := r.gate(ctx, key, obj, p, onDelete, hold.Facts{Settle: hold.Settle{Quiet: w.applied.Settle, Max: w.applied.SettleMax}, Sources: w.outcome.Sources})
 	if !admitted {
 		return r.keepPending(ctx, key, obj, req)
 	}

@@ -15,12 +15,12 @@ import (
 // nothing (then any hold of key ends) or the workload's pods roll only
 // when deleted (onDelete: no rollout to guard). gated says whether Done
 // must be called after the write; ok whether to write.
-func (r *Reconciler) gate(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan, onDelete string, settle hold.Settle) (req guard.Request, gated, ok bool) {
+func (r *Reconciler) gate(ctx context.Context, key workload.Key, obj client.Object, p plan.Plan, onDelete string, facts hold.Facts) (req guard.Request, gated, ok bool) {
 	if p.Action != plan.Restart || onDelete != "" {
 		r.guards.Settled(ctx, key)
 		return guard.Request{}, false, true
 	}
-	req, ok = r.guards.AdmitWith(ctx, key, obj, p, settle, func(err error) { r.invalidAnnotation(ctx, obj, err) })
+	req, ok = r.guards.Admit(ctx, key, obj, p, facts, func(err error) { r.invalidAnnotation(ctx, obj, err) })
 	return req, true, ok
 }
 

@@ -69,7 +69,7 @@ func TestWaveInPriorityAfterSettle(t *testing.T) {
 	}
 	touch(g, "cfg")
 	for prio := range 3 {
-		if _, ok := g.Admit(ctx, key(prio), objOf(prio), p, func(error) {}); ok {
+		if _, ok := admit(g, ctx, key(prio), objOf(prio), p, func(error) {}); ok {
 			t.Fatalf("p%d admitted before its settle", prio)
 		}
 	}
@@ -81,7 +81,7 @@ func TestWaveInPriorityAfterSettle(t *testing.T) {
 			t.Fatalf("started %v, then nothing of %v", started, pending)
 		}
 		for _, prio := range pending {
-			req, ok := g.Admit(ctx, key(prio), objOf(prio), p, func(error) {})
+			req, ok := admit(g, ctx, key(prio), objOf(prio), p, func(error) {})
 			if !ok {
 				continue
 			}
@@ -124,7 +124,7 @@ func TestNewProcessWaitsWholeSettle(t *testing.T) {
 			read := []string{"user", "pass"}
 			admits := 0
 			admit := func(p plan.Plan) bool {
-				req, ok := g.Admit(ctx, key, obj, p, func(error) {})
+				req, ok := admit(g, ctx, key, obj, p, func(error) {})
 				if ok {
 					admits++
 					return true
@@ -177,7 +177,7 @@ func TestFailedProducerOfUnchangedSource(t *testing.T) {
 	p := plan.Plan{Action: plan.Restart,
 		Record:  plan.Record{"ConfigMap/cfg": &plan.Entry{All: true}, "Secret/creds": &plan.Entry{All: true}},
 		Changes: []plan.Change{{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "cfg"}}}}
-	req, ok := g.Admit(ctx, key, obj, p, func(error) {})
+	req, ok := admit(g, ctx, key, obj, p, func(error) {})
 	if !ok {
 		t.Fatalf("held by the failed producer of an unchanged Secret: %+v", req.Producers)
 	}
@@ -185,7 +185,7 @@ func TestFailedProducerOfUnchangedSource(t *testing.T) {
 	// Changed again: held by the budget, decided again and again.
 	for range 3 {
 		now = now.Add(time.Minute)
-		if _, ok := g.Admit(ctx, key, obj, p, func(error) {}); ok {
+		if _, ok := admit(g, ctx, key, obj, p, func(error) {}); ok {
 			t.Fatal("budget ignored")
 		}
 	}
@@ -205,7 +205,7 @@ func TestFailedProducerOfUnchangedSource(t *testing.T) {
 	// The producer of a changed source is waited for, with its bound.
 	p.Changes = append(p.Changes, plan.Change{Ref: refs.Ref{Kind: refs.Secret, Name: "creds"}})
 	other := New(Config{Producers: f, ProducerTimeout: 10 * time.Minute, Now: func() time.Time { return now }}, st, events.NewFakeRecorder(100))
-	if _, ok := other.Admit(ctx, key, obj, p, func(error) {}); ok {
+	if _, ok := admit(other, ctx, key, obj, p, func(error) {}); ok {
 		t.Error("the failed producer of a changed Secret not waited for")
 	}
 	g.Settled(ctx, key) // the gauges are shared by the tests

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/watcher-dev/watcher/internal/guard"
-	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
@@ -33,6 +32,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/store"
+	"github.com/watcher-dev/watcher/internal/verdict"
 )
 
 // Config sets the guards against restart storms (see package guard).
@@ -186,21 +186,25 @@ func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
 	return g
 }
 
-// Admit asks the gates whether key, whose plan p restarts it, may restart
-// now. When it may not, the restart is held: reported once, and the
-// workload woken when the hold can end. Until the guards' state kept on
-// the workloads of every kind is restored (restore), it waits, silently. The caller writes the restart only
-// if ok, then calls done.
-func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, report func(error)) (req guard.Request, ok bool) {
-	return g.AdmitWith(ctx, key, obj, p, Settle{}, report)
-}
-
 // Settle is a workload's settle set by the ReloadPolicies that apply to it
 // (zero: the installation's); its own annotations still win.
 type Settle struct{ Quiet, Max time.Duration }
 
-// AdmitWith is Admit for a workload whose policies set its settle.
-func (g *Guards) AdmitWith(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, policy Settle, report func(error)) (req guard.Request, ok bool) {
+// Facts are what the guards are told of a workload besides its plan,
+// gathered once by the caller: its policies' settle and the facts of the
+// ConfigMaps and Secrets it reads (verdict.Facts.Sources, by
+// refs.Ref.ID). The guards read no ConfigMap or Secret themselves.
+type Facts struct {
+	Settle  Settle
+	Sources map[string]verdict.Source
+}
+
+// Admit asks the gates whether key (obj), whose plan p restarts it, may
+// restart now. When it may not, the restart is held: reported once, and
+// the workload woken when the hold can end. Until the guards' state kept
+// on the workloads of every kind is restored (restore), it waits,
+// silently. The caller writes the restart only if ok, then calls Done.
+func (g *Guards) Admit(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, f Facts, report func(error)) (req guard.Request, ok bool) {
 	if g == nil {
 		return guard.Request{}, true
 	}
@@ -208,8 +212,8 @@ func (g *Guards) AdmitWith(ctx context.Context, key object.Ref, obj client.Objec
 		g.waitRestore(ctx, key)
 		return guard.Request{}, false
 	}
-	req = g.request(ctx, key, obj, p, policy, report)
-	values := g.releaseValues(key, obj, req.Sources)
+	req = g.request(ctx, key, obj, p, f, report)
+	values := g.releaseValues(key, obj, req.Sources, f.Sources)
 	g.mu.Lock()
 	h, wasHeld := g.held[key]
 	delete(g.waiting, key)
@@ -277,7 +281,7 @@ func (g *Guards) Settled(ctx context.Context, key object.Ref) {
 }
 
 // request gathers what the gates need about a restart.
-func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, policy Settle, report func(error)) guard.Request {
+func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object, p plan.Plan, f Facts, report func(error)) guard.Request {
 	req := guard.Request{Workload: key, Now: g.now()}
 	if st, ok := g.state(obj); ok {
 		req.History = st.Times
@@ -290,28 +294,26 @@ func (g *Guards) request(ctx context.Context, key object.Ref, obj client.Object,
 	for _, c := range p.Changes {
 		id := object.Ref{Kind: string(c.Ref.Kind), Namespace: key.Namespace, Name: c.Ref.Name}
 		sum := "gone"
-		if o, err := g.store.Get(string(c.Ref.Kind), key.Namespace, c.Ref.Name); err == nil && o != nil {
-			if d, err := hash.FromObject(o); err == nil {
-				sum = d.Sum
-			}
+		if s := f.Sources[c.Ref.ID()]; s.Present && s.Sum != "" {
+			sum = s.Sum
 		} else if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
-			sum = c.New // a SecretProviderClass (package csi): no object in the store
+			sum = c.New // a SecretProviderClass (package csi): no ConfigMap or Secret
 		}
 		req.Sources = append(req.Sources, guard.Source{Object: id, Sum: sum, Keys: c.Keys})
 	}
-	req.Settle = g.settle(obj, policy, req, report)
-	g.changeSets(&req.Settle, key, obj, p)
+	req.Settle = g.settle(obj, f.Settle, req, report)
+	changeSets(&req.Settle, key, obj, p, f.Sources)
 	req.Producers = g.producers(ctx, key, obj, p, &req, report)
 	return req
 }
 
 // releaseValues returns the release annotations of obj (the workload key)
-// and of the sources, per object.
-func (g *Guards) releaseValues(key object.Ref, obj client.Object, sources []guard.Source) map[object.Ref]string {
+// and of the sources, per object, as facts holds them.
+func (g *Guards) releaseValues(key object.Ref, obj client.Object, sources []guard.Source, facts map[string]verdict.Source) map[object.Ref]string {
 	out := map[object.Ref]string{key: obj.GetAnnotations()[guard.ReleaseAnnotation]}
 	for _, s := range sources {
-		if o, err := g.store.Get(s.Object.Kind, s.Object.Namespace, s.Object.Name); err == nil && o != nil {
-			out[s.Object] = o.GetAnnotations()[guard.ReleaseAnnotation]
+		if f, ok := facts[s.Object.Kind+"/"+s.Object.Name]; ok && f.Present {
+			out[s.Object] = f.Release
 		}
 	}
 	return out

@@ -37,14 +37,14 @@ func TestHoldOncePerHold(t *testing.T) {
 	gauge := metrics.RestartsHeld.WithLabelValues("budget")
 	before := testutil.ToFloat64(metrics.HeldRestarts.WithLabelValues("budget"))
 
-	req, ok := g.Admit(ctx, key, obj, p, func(error) {})
+	req, ok := admit(g, ctx, key, obj, p, func(error) {})
 	if !ok {
 		t.Fatal("first restart held")
 	}
 	g.Done(ctx, key, obj, req, nil)
 	for i := range 3 {
 		now = now.Add(time.Minute)
-		if _, ok := g.Admit(ctx, key, obj, p, func(error) {}); ok {
+		if _, ok := admit(g, ctx, key, obj, p, func(error) {}); ok {
 			t.Fatalf("restart %d within the budget admitted", i+2)
 		}
 	}
@@ -62,7 +62,7 @@ func TestHoldOncePerHold(t *testing.T) {
 	}
 	// A person sets the release annotation: the next decision restarts.
 	obj.Annotations = map[string]string{guard.ReleaseAnnotation: "1"}
-	req, ok = g.Admit(ctx, key, obj, p, func(error) {})
+	req, ok = admit(g, ctx, key, obj, p, func(error) {})
 	if !ok || !req.Released {
 		t.Fatalf("released restart held: %+v", req)
 	}
@@ -87,7 +87,7 @@ func TestHoldOncePerHold(t *testing.T) {
 // TestNilGuardsAdmit: a Reconciler built without guards (tests) restarts.
 func TestNilGuardsAdmit(t *testing.T) {
 	var g *Guards
-	if _, ok := g.Admit(context.Background(), workload.Key{}, &appsv1.Deployment{}, plan.Plan{Action: plan.Restart}, nil); !ok {
+	if _, ok := g.Admit(context.Background(), workload.Key{}, &appsv1.Deployment{}, plan.Plan{Action: plan.Restart}, Facts{}, nil); !ok {
 		t.Error("nil guards held")
 	}
 	g.Observe(context.Background(), workload.Key{}, nil, false)

@@ -63,20 +63,20 @@ func TestReleaseOnlyByAPerson(t *testing.T) {
 		}
 		return p
 	}
-	req, ok := g.Admit(ctx, key, obj, change("a"), func(error) {})
+	req, ok := admit(g, ctx, key, obj, change("a"), func(error) {})
 	if !ok {
 		t.Fatal("first restart held")
 	}
 	g.Done(ctx, key, obj, req, nil)
 	now = now.Add(time.Minute)
-	if _, ok := g.Admit(ctx, key, obj, change("a"), func(error) {}); ok {
+	if _, ok := admit(g, ctx, key, obj, change("a"), func(error) {}); ok {
 		t.Fatal("second restart within the budget admitted")
 	}
 	now = now.Add(time.Minute)
-	if _, ok := g.Admit(ctx, key, obj, change("a", "b"), func(error) {}); ok {
+	if _, ok := admit(g, ctx, key, obj, change("a", "b"), func(error) {}); ok {
 		t.Error("another ConfigMap changing released the budget hold")
 	}
-	if _, ok := g.Admit(ctx, key, obj, change("b"), func(error) {}); ok {
+	if _, ok := admit(g, ctx, key, obj, change("b"), func(error) {}); ok {
 		t.Error("one ConfigMap fewer released the budget hold")
 	}
 	// A person releases it on ConfigMap a.
@@ -95,7 +95,7 @@ func TestReleaseOnlyByAPerson(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, ok := g.Admit(ctx, key, obj, change("a", "b"), func(error) {}); !ok {
+	if _, ok := admit(g, ctx, key, obj, change("a", "b"), func(error) {}); !ok {
 		t.Error("released by a person on ConfigMap a, still held")
 	}
 }
@@ -110,7 +110,7 @@ func TestStateWrittenAndRead(t *testing.T) {
 	key := object.Ref{Kind: "Deployment", Namespace: "shop", Name: "web"}
 	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 3}}
 	g := New(cfg, nil, events.NewFakeRecorder(10))
-	req, ok := g.Admit(ctx, key, obj, plan.Plan{Action: plan.Restart}, func(error) {})
+	req, ok := admit(g, ctx, key, obj, plan.Plan{Action: plan.Restart}, func(error) {})
 	if !ok {
 		t.Fatal("held")
 	}
@@ -118,12 +118,12 @@ func TestStateWrittenAndRead(t *testing.T) {
 	obj.Generation = 4
 	now = now.Add(time.Minute)
 	other := New(cfg, nil, events.NewFakeRecorder(10)) // another replica, or after a restart
-	if _, ok := other.Admit(ctx, key, obj, plan.Plan{Action: plan.Restart}, func(error) {}); ok {
+	if _, ok := admit(other, ctx, key, obj, plan.Plan{Action: plan.Restart}, func(error) {}); ok {
 		t.Error("the new replica's budget forgot the restart written by the old one")
 	}
 	copyObj := obj.DeepCopy()
 	copyObj.UID, copyObj.Name = "u2", "copy"
-	if _, ok := New(cfg, nil, events.NewFakeRecorder(10)).Admit(ctx, object.Ref{Kind: "Deployment", Namespace: "shop", Name: "copy"}, copyObj, plan.Plan{Action: plan.Restart}, func(error) {}); !ok {
+	if _, ok := New(cfg, nil, events.NewFakeRecorder(10)).Admit(ctx, object.Ref{Kind: "Deployment", Namespace: "shop", Name: "copy"}, copyObj, plan.Plan{Action: plan.Restart}, Facts{}, func(error) {}); !ok {
 		t.Error("a copy of the state counted on another workload")
 	}
 }
@@ -155,12 +155,12 @@ func TestReleaseWakesOnlyItsHolds(t *testing.T) {
 		for _, n := range names {
 			p.Changes = append(p.Changes, plan.Change{Ref: refs.Ref{Kind: refs.ConfigMap, Name: n}})
 		}
-		req, ok := g.Admit(ctx, key, obj, p, func(error) {})
+		req, ok := admit(g, ctx, key, obj, p, func(error) {})
 		if !ok {
 			t.Fatal("first restart held")
 		}
 		g.Done(ctx, key, obj, req, nil)
-		if _, ok := g.Admit(ctx, key, obj, p, func(error) {}); ok {
+		if _, ok := admit(g, ctx, key, obj, p, func(error) {}); ok {
 			t.Fatal("second restart admitted")
 		}
 	}

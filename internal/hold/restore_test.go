@@ -57,7 +57,7 @@ func newRestoreCase() restoreCase {
 func admitY(ctx context.Context, g *Guards) bool {
 	y := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "y", UID: "uy", Generation: 1}}
 	p := plan.Plan{Action: plan.Restart, Changes: []plan.Change{{Ref: refs.Ref{Kind: refs.ConfigMap, Name: "shared"}}}}
-	_, ok := g.Admit(ctx, object.Ref{Kind: "Deployment", Namespace: "shop", Name: "y"}, y, p, func(error) {})
+	_, ok := admit(g, ctx, object.Ref{Kind: "Deployment", Namespace: "shop", Name: "y"}, y, p, func(error) {})
 	return ok
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/guard"
@@ -19,6 +18,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
+	"github.com/watcher-dev/watcher/internal/verdict"
 )
 
 // The change set a restart waits for (guard.Settles), as the request is
@@ -241,57 +241,24 @@ func (g *Guards) producerTimedOut(obj client.Object, req guard.Request) {
 }
 
 // changeSets fills in s the change-set ids (optin.ChangeSet) of the sources
-// of the workload key for p (p's record and changes), as the store holds
-// them: the newest id among the changed sources (of the one written last),
-// and the sources carrying another id; and the workload itself (obj),
-// when its pod template carries another: the release will bring it too.
-func (g *Guards) changeSets(s *guard.Settle, key object.Ref, obj client.Object, p plan.Plan) {
-	newestRV := ""
-	for _, c := range p.Changes {
-		if o, err := g.store.Get(string(c.Ref.Kind), key.Namespace, c.Ref.Name); err == nil && o != nil {
-			id := optin.ChangeSetOf(o.GetAnnotations())
-			if id == "" {
-				continue
-			}
-			if n, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), newestRV); newestRV == "" || (err == nil && n > 0) {
-				s.Release, newestRV = id, o.GetResourceVersion()
-			}
-		}
-	}
+// of the workload key for p (p's record and changes), as facts holds them:
+// the newest id among the changed sources (of the one written last,
+// verdict.Newest), and the sources carrying another id; and the workload
+// itself (obj), when its pod template carries another: the release will
+// bring it too.
+func changeSets(s *guard.Settle, key object.Ref, obj client.Object, p plan.Plan, facts map[string]verdict.Source) {
+	s.Release = verdict.Newest(verdict.Facts{Sources: facts}, p)
 	if s.Release == "" {
 		return
 	}
 	for _, src := range sourcesOf(key, p) {
-		if o, err := g.store.Get(src.Kind, src.Namespace, src.Name); err == nil && o != nil {
-			if id := optin.ChangeSetOf(o.GetAnnotations()); id != "" && id != s.Release {
-				s.Lagging = append(s.Lagging, guard.Lag{Source: src, ID: id})
-			}
+		if id := facts[src.Kind+"/"+src.Name].ChangeSet; id != "" && id != s.Release {
+			s.Lagging = append(s.Lagging, guard.Lag{Source: src, ID: id})
 		}
 	}
 	if id := optin.TemplateChangeSet(optin.Of(obj)); id != "" && id != s.Release {
 		s.Lagging = append(s.Lagging, guard.Lag{Source: key, ID: id})
 	}
-}
-
-// InRelease reports whether the restart p of obj (the workload as the
-// store holds it) is carried by its own rollout: its pod template is of
-// the newest change set of the changed sources, every source agrees, and
-// the template came to it since watcher last recorded the workload (one
-// `helm upgrade` changing the configuration and the image together). A
-// source changed by hand afterwards keeps its id but finds the template
-// recorded already: it restarts.
-func (g *Guards) InRelease(key object.Ref, obj client.Object, p plan.Plan) bool {
-	if g == nil || p.Action != plan.Restart {
-		return false
-	}
-	ann := optin.Of(obj)
-	tmpl := optin.TemplateChangeSet(ann)
-	if tmpl == "" || ann[optin.RecordedChangeSet] == tmpl {
-		return false
-	}
-	var s guard.Settle
-	g.changeSets(&s, key, obj, p)
-	return s.Release == tmpl && len(s.Lagging) == 0
 }
 
 // sourcesOf returns the ConfigMaps and Secrets of the workload key that p

@@ -86,6 +86,10 @@ type Options struct {
 	// PinningBudget is the most MiB of snapshots a namespace may hold;
 	// beyond, restarts leave their sources live; 0: no budget.
 	PinningBudget int
+	// PinningGrace is how long a snapshot's workload keeps it besides its
+	// current revision (snapshot.Owners.Grace): a restart in flight may
+	// have reused it before its template is written.
+	PinningGrace time.Duration
 
 	// PrintInterval is how often the watched state is logged; 0 never.
 	PrintInterval time.Duration
@@ -193,6 +197,7 @@ func Defaults() *Options {
 		OnProducerTimeout:     OnFailedContinue,
 		PinningPolicy:         "watcher-pins",
 		PinningBudget:         64,
+		PinningGrace:          10 * time.Minute,
 		PrintInterval:         100 * time.Second,
 		MetricsAddr:           ":8080",
 		HealthAddr:            ":8081",
@@ -249,12 +254,13 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	bind(envflag.IntRange(&o.MaxConcurrentRollouts, 0, 100000, "a number of rollouts"), "max-concurrent-rollouts", "MAX_CONCURRENT_ROLLOUTS", "most rollouts started by watcher in progress at once; more restarts wait, in order of watcher.dev/restart-priority; 0: no limit")
 	bind(envflag.Duration(&o.RolloutTimeout), "rollout-timeout", "ROLLOUT_TIMEOUT", "a rollout not done after this long has failed")
 	bind(envflag.OneOf(&o.OnFailedRollout, OnFailedHold, OnFailedContinue), "on-failed-rollout", "ON_FAILED_ROLLOUT", "after a failed rollout, hold the other restarts of the same change until it recovers or is released (hold), or go on (continue)")
-	bind(envflag.Duration(&o.ProducerTimeout), "producer-timeout", "PRODUCER_TIMEOUT", "how long a restart waits for the producers of its ConfigMaps and Secrets (an ExternalSecret syncing, a Certificate being issued, a SealedSecret unsealing) to land what they are writing; 0: no bound; a producer reporting an error holds it until it recovers or is released")
+	bind(envflag.Duration(&o.ProducerTimeout), "producer-timeout", "PRODUCER_TIMEOUT", "how long a restart waits for the producers of its ConfigMaps and Secrets (an ExternalSecret syncing, a Certificate being issued, a SealedSecret unsealing) to land what they are writing; 0: no bound; a producer in error for a changed ConfigMap or Secret holds it as long, counted from the first change; one in error for an unchanged one is reported (Warning ProducerFailed), not waited for")
 	bind(envflag.OneOf(&o.OnProducerTimeout, OnFailedHold, OnFailedContinue), "on-producer-timeout", "ON_PRODUCER_TIMEOUT", "when producers have not landed by --producer-timeout: restart with what has landed, with a Warning (continue), or hold until they do or a person releases it (hold)")
 
 	bind(envflag.Bool(&o.Pinning), "pinning", "PINNING", `let workloads annotated watcher.dev/pin: "true" pin their config: each restart copies their ConfigMaps and Secrets into immutable snapshots their new pods read, so a rollback brings the config back with the code; needs the chart's pinning admission policies (pinning.enabled)`)
 	fs.Lookup("pinning").NoOptDefVal = "true"
 	bind(envflag.IntRange(&o.PinningBudget, 0, 1<<20, "a number of MiB"), "pinning-budget", "PINNING_BUDGET", "most MiB of config snapshots a namespace may hold (their content); a restart whose snapshots would go over it leaves those ConfigMaps and Secrets unpinned (live), with a Warning; 0: no budget")
+	bind(envflag.Duration(&o.PinningGrace), "pinning-grace", "PINNING_GRACE", "how long a pinned workload keeps owning its snapshots besides the revision that pins them, once that revision is its current one (a restart in flight may reuse them before its template is written); then they go with the revisions alone")
 	bind(envflag.String(&o.PinningPolicy), "pinning-policy", "PINNING_POLICY", "the name of the MutatingAdmissionPolicy, and of its binding, that pins pods at admission; pinning stays off while either is missing")
 
 	bind(envflag.Seconds(&o.PrintInterval, 0), "print-time", "PRINT_TIME", "log the watched state every this many seconds; 0: never")

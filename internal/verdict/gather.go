@@ -3,6 +3,7 @@ package verdict
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
@@ -46,8 +47,9 @@ func SourcesOf(obj client.Object, in plan.Input) map[string]Source {
 			IsSnapshot: cfg.Labels[pin.SnapshotLabel] == "true", PodSpec: read[ref.ID()],
 			Floats: pin.Floats(src.Kind, cfg.Type, cfg.Annotations)}
 		if cfg.Sum != "" {
-			s.Snapshot = pin.SnapshotName(src.Name, cfg.Sum)
+			s.Sum, s.Snapshot = cfg.Sum, pin.SnapshotName(src.Name, cfg.Sum)
 		}
+		s.Release = cfg.Annotations[guard.ReleaseAnnotation]
 		if v, rule := in.Rules.Evaluate(in, ref); s.Floats == "" && v != plan.Count {
 			s.Floats = "its changes restart nothing (" + rule + ")"
 		}

@@ -77,9 +77,13 @@ type Source struct {
 	Version string
 	// ChangeSet is its optin.ChangeSet id, "" when none.
 	ChangeSet string
-	// Snapshot names the snapshot of its content now (pin.SnapshotName);
-	// "" when not known.
-	Snapshot string
+	// Sum is the keyed digest of its content now (hash.Digest.Sum, hex),
+	// and Snapshot the name of its snapshot (pin.SnapshotName); "" when
+	// not known.
+	Sum, Snapshot string
+	// Release is its guard.ReleaseAnnotation: a new value releases a
+	// hold of a restart it caused.
+	Release string
 	// IsSnapshot: it is itself a snapshot (never a source of pins).
 	IsSnapshot bool
 	// PodSpec: the pod spec reads it (not only a reload list or policy).
@@ -124,6 +128,9 @@ const (
 
 // Outcome is what the chain made of a plan.
 type Outcome struct {
+	// Sources are the facts of the workload's sources it was made from,
+	// for what acts on the outcome (the guards).
+	Sources map[string]Source
 	// Plan is the plan to apply.
 	Plan plan.Plan
 	// Rule names the rule that changed the plan ("" when none); Why
@@ -147,7 +154,7 @@ type Outcome struct {
 // Apply runs the chain on p, decided for the workload of f.
 func Apply(f Facts, p plan.Plan) Outcome {
 	due := p.Action == plan.Restart
-	out := Outcome{Plan: p}
+	out := Outcome{Plan: p, Sources: f.Sources}
 	if seen, ok := changeSetSeen(f, p); ok {
 		out.Plan, out.Rule = seen, RuleChangeSetSeen
 	} else if InRelease(f, p) {
@@ -159,13 +166,13 @@ func Apply(f Facts, p plan.Plan) Outcome {
 	if f.Pin.Wanted && !f.Pin.Evicts {
 		if out.Rule != RuleInRelease {
 			if rolled, why := judge(f, out.Plan); rolled {
-				return Outcome{Rule: RuleRolledBack}
+				return Outcome{Rule: RuleRolledBack, Sources: f.Sources}
 			} else if why != "" {
 				out.Plan, out.Rule, out.Why = repin(f, out.Plan), RuleRepin, why
 			}
 		}
 		if out.Plan.Action == plan.Restart && LeftByRollback(f, out.Plan) {
-			return Outcome{Plan: plan.Plan{Action: plan.None}, Rule: RuleLeftByRollback, Stale: due}
+			return Outcome{Plan: plan.Plan{Action: plan.None}, Rule: RuleLeftByRollback, Stale: due, Sources: f.Sources}
 		}
 	}
 	pins(f, &out)

@@ -199,7 +199,7 @@ func TestPinnedArgoRollout(t *testing.T) {
 	ro.SetAnnotations(map[string]string{pin.Annotation: "true"})
 	create(t, ro)
 	waitRolledOut(t, ns, "own", 1)
-	startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"}).WaitReady(t)
+	startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s"}).WaitReady(t)
 	waitAdopted(t, ro)
 
 	pinsOf := func(rs appsv1.ReplicaSet) string {

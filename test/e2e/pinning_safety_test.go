@@ -268,7 +268,7 @@ func TestPinnedByPolicy(t *testing.T) {
 	create(t, cm)
 	dep := fixture.Deployment(ns, "web", fixture.EnvFrom("app", ""))
 	create(t, dep)
-	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s"})
 	w.WaitReady(t)
 	create(t, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "watcher.dev/v1alpha1", "kind": "ReloadPolicy",
@@ -320,7 +320,7 @@ func TestPinnedBudget(t *testing.T) {
 	dep := fixture.Deployment(ns, "web", fixture.EnvFrom("app", ""))
 	dep.Annotations = map[string]string{pin.Annotation: "true"}
 	create(t, dep)
-	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_BUDGET=1"})
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s", "PINNING_BUDGET=1"})
 	w.WaitReady(t)
 	waitAdopted(t, dep)
 

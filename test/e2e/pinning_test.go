@@ -117,7 +117,7 @@ func newPinnedScene(t *testing.T) *pinnedScene {
 	s.dep.Spec.Replicas = ptr.To[int32](2)
 	s.dep.Spec.RevisionHistoryLimit = ptr.To[int32](2)
 	create(t, s.dep)
-	s.w = startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"}, "--coalesce=1s")
+	s.w = startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s"}, "--coalesce=1s")
 	s.w.WaitReady(t)
 	waitAdopted(t, s.dep)
 	waitRunning(t, s.dep)
@@ -359,7 +359,7 @@ func TestPinnedStatefulSet(t *testing.T) {
 	sts := fixture.StatefulSet(ns, "db", fixture.EnvFrom("app", ""))
 	sts.Annotations = map[string]string{pin.Annotation: "true"}
 	create(t, sts)
-	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s"})
 	w.WaitReady(t)
 	waitAdopted(t, sts)
 	setData(t, cm, "mode", "v2")
@@ -440,7 +440,7 @@ func TestPinnedDaemonSet(t *testing.T) {
 	ds := fixture.DaemonSet(ns, "agent", fixture.EnvFrom("", "db"))
 	ds.Annotations = map[string]string{pin.Annotation: "true"}
 	create(t, ds)
-	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true"})
+	w := startWatcherEnv(t, "watcher", ns, []string{"PINNING=true", "PINNING_GRACE=2s"})
 	w.WaitReady(t)
 	waitAdopted(t, ds)
 	setData(t, sec, "password", "p2")
