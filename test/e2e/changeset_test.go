@@ -154,26 +154,51 @@ func setAnnotatedData(t *testing.T, obj client.Object, key, value, id string) {
 // TestChangeSetProducer (issue 30): a Deployment reading two Secrets
 // written by External Secrets (its own CRD; the test writes the status
 // External Secrets would) does not roll for the change of one while the
-// other ExternalSecret reports an error, which a Warning names; when it
-// recovers, the Deployment rolls out once (ReplicaSets).
+// ExternalSecret writing that very Secret reports an error, which a
+// Warning names; the hold is bounded by --producer-timeout: then the
+// Deployment rolls out once (ReplicaSets) with what has landed, and a
+// Warning ProducerTimeout says so.
 func TestChangeSetProducer(t *testing.T) {
+	const timeout = 20 * time.Second
+	ns := namespace(t)
+	user, _, userSecret, _, dep := secretPair(t, ns, nil, "--producer-timeout="+timeout.String())
+	g := NewWithT(t)
+
+	setStatus(t, user, "Ready=False/SecretSyncedError")
+	setData(t, userSecret, "v", "b") // the Secret changed, its producer in error
+	changed := time.Now()
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonRestartHeld) }, wait).Should(
+		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret user"), ContainSubstring("SecretSyncedError")))
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1))
+	// watcher explain shows the set waited for and each producer's state.
+	code, out := runWatcher(t, nil, "explain", "deployment/app", "-n", ns, "--watcher-namespace", ns)
+	g.Expect(code).To(BeZero(), out)
+	g.Expect(out).To(And(MatchRegexp(`Change set:\s+waiting since .*: Secret user`),
+		MatchRegexp(`Producer:\s+ExternalSecret user writes Secret user: Failed \(ProducerFailed\)`),
+		MatchRegexp(`Producer:\s+ExternalSecret pass writes Secret pass: Current`)))
+	g.Eventually(func() int { return replicaSets(t, dep) }, timeout+wait, 200*time.Millisecond).Should(Equal(2), "rolled at the producers' timeout")
+	g.Expect(time.Since(changed)).To(BeNumerically(">=", timeout-2*time.Second), "rolled before the producers' timeout")
+	g.Expect(eventNote(t, ns, "Deployment", hold.ReasonProducerTimeout)).To(And(ContainSubstring("ExternalSecret user"), ContainSubstring("Secret user")))
+	waitRunning(t, dep)
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
+}
+
+// TestChangeSetProducerUnchanged: the ExternalSecret of a Secret the
+// restart does not change reporting an error does not hold the restart
+// for the change of the other Secret: the Deployment rolls out once
+// (ReplicaSets), with a Warning ProducerFailed naming the failed
+// ExternalSecret and its Secret.
+func TestChangeSetProducerUnchanged(t *testing.T) {
 	ns := namespace(t)
 	_, pass, userSecret, _, dep := secretPair(t, ns, nil)
 	g := NewWithT(t)
 
 	setStatus(t, pass, "Ready=False/SecretSyncedError")
 	setData(t, userSecret, "v", "b")
-	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonRestartHeld) }, wait).Should(
-		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError")))
-	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(1))
-	// watcher explain shows the set waited for and each producer's state.
-	code, out := runWatcher(t, nil, "explain", "deployment/app", "-n", ns, "--watcher-namespace", ns)
-	g.Expect(code).To(BeZero(), out)
-	g.Expect(out).To(And(MatchRegexp(`Change set:\s+waiting since .*: Secret user`),
-		MatchRegexp(`Producer:\s+ExternalSecret pass writes Secret pass: Failed \(ProducerFailed\)`),
-		MatchRegexp(`Producer:\s+ExternalSecret user writes Secret user: Current`)))
-	setStatus(t, pass, "Ready=True/SecretSynced")
 	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(2))
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", hold.ReasonProducerFailed) }, wait).Should(
+		And(ContainSubstring("ExternalSecret pass"), ContainSubstring("Secret pass"), ContainSubstring("SecretSyncedError")))
+	g.Expect(eventNote(t, ns, "Deployment", hold.ReasonRestartHeld)).NotTo(ContainSubstring("(producer)"))
 	waitRunning(t, dep)
 	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(2))
 }
@@ -292,9 +317,9 @@ func TestChangeSetCertificates(t *testing.T) {
 // secretPair creates a Deployment (annotated with annotations) reading the
 // Secrets user and pass, each written by the ExternalSecret of its name
 // (External Secrets' own CRD installed), both synced, and starts watcher
-// with its debounce of 1s; it returns once the Deployment is adopted and
-// running.
-func secretPair(t *testing.T, ns string, annotations map[string]string) (user, pass *unstructured.Unstructured, userSecret, passSecret *corev1.Secret, dep *appsv1.Deployment) {
+// with its debounce of 1s and the flags args; it returns once the
+// Deployment is adopted and running.
+func secretPair(t *testing.T, ns string, annotations map[string]string, args ...string) (user, pass *unstructured.Unstructured, userSecret, passSecret *corev1.Secret, dep *appsv1.Deployment) {
 	t.Helper()
 	installCRD(t, filepath.Join(hack(t, "crds.sh", "external-secrets"), "externalsecret-crd.yaml"),
 		schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecretList"}, ns)
@@ -312,7 +337,7 @@ func secretPair(t *testing.T, ns string, annotations map[string]string) (user, p
 	dep = fixture.Deployment(ns, "app", spec)
 	dep.Annotations = annotations
 	create(t, dep)
-	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w := startWatcher(t, "watcher", ns, append([]string{"--coalesce=1s"}, args...)...)
 	w.WaitReady(t)
 	waitAdopted(t, dep)
 	waitRunning(t, dep)

@@ -16,6 +16,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/options"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/test/observe"
@@ -87,24 +88,52 @@ func TestChangeSetResumed(t *testing.T) {
 
 // TestChangeSetProducer: a workload reading two Secrets written by
 // External Secrets (its own CRD; the test writes the status External
-// Secrets would) does not restart for the change of one while the other
-// ExternalSecret reports an error: a Warning RestartHeld names it; once it
-// recovers (its status alone changes), the workload rolls out once.
+// Secrets would) does not restart for the change of one while the
+// ExternalSecret writing that very Secret reports an error: a Warning
+// RestartHeld (producer) names it; the hold is bounded by
+// --producer-timeout, after which the workload rolls out once with what
+// has landed, and a Warning ProducerTimeout says so.
 //
 // Not parallel: the CRD is cluster-wide.
 func TestChangeSetProducer(t *testing.T) {
+	const timeout = 15 * time.Second
+	ns := namespace(t)
+	sc := newSecretPair(t, ns, nil, func(o *options.Options) { o.ProducerTimeout = timeout })
+	user, userSecret, app := sc.user, sc.userSecret, sc.app
+
+	setStatus(t, user, map[string]any{"conditions": conditions(condition("Ready", "False", "SecretSyncedError")), "syncedResourceVersion": esVersion(t, user)})
+	setSecret(t, userSecret, "v", "b") // the Secret changed, its producer in error
+	changed := time.Now()
+	g := NewWithT(t)
+	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonRestartHeld) }, wait).Should(ContainElement(
+		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret user"), ContainSubstring("SecretSyncedError"))))
+	stayRollouts(t, app, 0)
+	g.Eventually(app.Count, timeout+wait, 100*time.Millisecond).Should(Equal(1), "rolled out at the producers' timeout")
+	g.Expect(time.Since(changed)).To(BeNumerically(">=", timeout-2*time.Second), "rolled before the producers' timeout")
+	g.Expect(events(t, ns, "app", hold.ReasonProducerTimeout)).To(ContainElement(
+		And(ContainSubstring("ExternalSecret user"), ContainSubstring("Secret user"))))
+	stayRollouts(t, app, 1)
+}
+
+// TestChangeSetProducerUnchanged: the ExternalSecret of a Secret the
+// restart does not change reporting an error does not hold the restart
+// for the change of the other Secret (the pods read the unchanged one as
+// it is either way): the workload rolls out once, with a Warning
+// ProducerFailed naming the failed ExternalSecret and its Secret.
+//
+// Not parallel: the CRD is cluster-wide.
+func TestChangeSetProducerUnchanged(t *testing.T) {
 	ns := namespace(t)
 	sc := newSecretPair(t, ns, nil)
-	pass, userSecret, app, synced := sc.pass, sc.userSecret, sc.app, sc.synced
+	pass, userSecret, app := sc.pass, sc.userSecret, sc.app
 
 	setStatus(t, pass, map[string]any{"conditions": conditions(condition("Ready", "False", "SecretSyncedError")), "syncedResourceVersion": esVersion(t, pass)})
 	setSecret(t, userSecret, "v", "b") // External Secrets synced the user
-	g := NewWithT(t)
-	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonRestartHeld) }, wait).Should(ContainElement(
-		And(ContainSubstring("(producer)"), ContainSubstring("ExternalSecret pass"), ContainSubstring("SecretSyncedError"))))
-	stayRollouts(t, app, 0)
-	synced(pass)
 	waitRollouts(t, app, 1)
+	g := NewWithT(t)
+	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonProducerFailed) }, wait).Should(ContainElement(
+		And(ContainSubstring("ExternalSecret pass"), ContainSubstring("Secret pass"), ContainSubstring("SecretSyncedError"))))
+	g.Expect(events(t, ns, "app", hold.ReasonRestartHeld)).NotTo(ContainElement(ContainSubstring("(producer)")))
 	stayRollouts(t, app, 1)
 }
 
@@ -219,10 +248,11 @@ func TestChangeSetPolicy(t *testing.T) {
 
 // TestChangeSetOwner: a workload whose ConfigMap is written by a custom
 // resource reporting kstatus-style status (its controller owner, read when
-// asked) does not restart for the change of its other ConfigMap while that
+// asked) does not restart for the change of that ConfigMap while that
 // owner reports an error; once it is Ready at its generation, the
 // workload rolls out once (it is asked again every 15 s: nothing tells of
-// its progress).
+// its progress). (The owner's error does not hold the change of the
+// workload's other ConfigMap: TestChangeSetProducerUnchanged.)
 //
 // Not parallel: the CRD is cluster-wide.
 func TestChangeSetOwner(t *testing.T) {
@@ -244,7 +274,7 @@ func TestChangeSetOwner(t *testing.T) {
 	waitAdopted(t, deployment(ns, "app", spec))
 
 	setStatus(t, pg, map[string]any{"observedGeneration": int64(1), "conditions": conditions(condition("Ready", "False", "AuthFailed"))})
-	setConfigMap(t, cfg, "a", "2")
+	setConfigMap(t, conn, "host", "pg2") // the ConfigMap its failing owner writes
 	g := NewWithT(t)
 	g.Eventually(func() []string { return events(t, ns, "app", hold.ReasonRestartHeld) }, wait).Should(ContainElement(
 		And(ContainSubstring("(producer)"), ContainSubstring("Database pg"), ContainSubstring("AuthFailed"))))
@@ -305,7 +335,8 @@ func TestChangeSetCertificates(t *testing.T) {
 // secretPair is a workload (annotated with annotations) reading the
 // Secrets user and pass, each written by the ExternalSecret of its name
 // (External Secrets' own CRD installed), both synced, with watcher
-// started and the workload adopted.
+// started (its options changed by the modify of newSecretPair) and the
+// workload adopted.
 type secretPair struct {
 	user, pass             *unstructured.Unstructured
 	userSecret, passSecret *corev1.Secret
@@ -314,7 +345,7 @@ type secretPair struct {
 	synced func(*unstructured.Unstructured)
 }
 
-func newSecretPair(t *testing.T, ns string, annotations map[string]string) secretPair {
+func newSecretPair(t *testing.T, ns string, annotations map[string]string, modify ...func(*options.Options)) secretPair {
 	t.Helper()
 	installCRD(t, cachedCRD(t, "externalsecret-crd.yaml", "external-secrets"), externalSecretGVK, ns)
 	es := func(name string) *unstructured.Unstructured {
@@ -337,7 +368,7 @@ func newSecretPair(t *testing.T, ns string, annotations map[string]string) secre
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "pass"}}},
 	}})
 	sc.app = track(t, annotated(ns, "app", spec, annotations))
-	startWatcher(t, ns)
+	startWatcher(t, ns, modify...)
 	waitAdopted(t, deployment(ns, "app", spec))
 	return sc
 }

@@ -132,14 +132,19 @@ func TestBlockedJobsHoldNoWorker(t *testing.T) {
 		}
 		return n
 	}, wait, 50*time.Millisecond).Should(Equal(20), "every Job deleted, kept by its finalizer")
+	// The goroutine reads its own keys: fetch writes into the Jobs of jobs.
+	keys := make([]client.ObjectKey, len(jobs))
+	for i, j := range jobs {
+		keys[i] = client.ObjectKeyFromObject(j)
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // the tenant touches every Job every second
 		defer close(done)
 		for i := 0; ; i++ {
-			for _, j := range jobs {
+			for _, key := range keys {
 				cur := &batchv1.Job{}
-				if k8s.Get(ctx, client.ObjectKeyFromObject(j), cur) == nil {
+				if k8s.Get(ctx, key, cur) == nil {
 					cur.Annotations["touched"] = fmt.Sprint(i)
 					_ = k8s.Update(ctx, cur)
 				}
