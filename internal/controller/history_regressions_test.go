@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/watcher-dev/watcher/internal/optin"
+	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/restart"
+)
+
+// TestHistoryRegressionEvictReleaseKeepsOldPins: found by the history
+// simulation (WATCHER_HISTORY_SEED=1, step 13): a workload with strategy
+// evict whose template still pins an older snapshot (a rollout undo
+// brought it back) gets a release carrying a change of its ConfigMap
+// (template and ConfigMap at change set "8"). verdict.InRelease turns the
+// restart into a Refresh; for a pinned template under a strategy that
+// writes it, the template is repinned to the recorded content
+// (TestPinReleaseKeepsOldPins), but under evict nothing is written: the
+// release's own rollout brings pods that read the snapshot of v1 while
+// the ConfigMap, and watcher's record, are at v2, for good.
+//
+// Minimal history: d(pinned, evict) reads cfg; template pins cfg@v1;
+// release 8 changes cfg to v2 and the template, both carrying "8".
+// Expected: the template pins v2's snapshot, or nothing.
+func TestHistoryRegressionEvictReleaseKeepsOldPins(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, api, rec := pinScene{
+		now:    "v2",
+		cfgAnn: map[string]string{optin.ChangeSet: "8"},
+		depAnn: map[string]string{optin.RecordedChangeSet: "7", restart.StrategyAnnotation: "evict"},
+		tmpAnn: map[string]string{optin.ChangeSet: "8"},
+	}.setUp(t, ctx)
+	reconcileWeb(t, ctx, r)
+	var got appsv1.Deployment
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := plan.ParseRecord(got.Annotations[plan.RecordAnnotation])
+	recordedNew := rc["ConfigMap/cfg"] != nil && rc["ConfigMap/cfg"].Equal(&plan.Entry{All: true, Keys: cfgDigest("v2").Keys})
+	pinsNow := pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+	t.Logf("events %v; record at v2 %v; template pins cfg to %q", drain(rec), recordedNew, pinsNow)
+	if pinsNow == pin.SnapshotName("cfg", cfgDigest("v1").Sum) {
+		t.Errorf("release 8 under strategy evict carried cfg to v2 (record at v2: %v), and the template still pins v1's snapshot %s: the release's pods read v1",
+			recordedNew, pinsNow)
+	}
+}
