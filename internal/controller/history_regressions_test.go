@@ -50,3 +50,72 @@ func TestHistoryRegressionEvictReleaseKeepsOldPins(t *testing.T) {
 			recordedNew, pinsNow)
 	}
 }
+
+// TestHistoryRegressionEvictPinsMissingSnapshot: found by the history
+// simulation (WATCHER_HISTORY_SEED=1, step 16): a workload with strategy
+// evict whose template pins a snapshot that does not exist (a rollout
+// undo brought back a revision, and the snapshot was deleted) is left so:
+// no Warning, no template write. Under the default strategy the same
+// template is repinned once with PinsStripped
+// (TestPinCurrentPinsToMissingSnapshot); under evict a restart pins
+// nothing, but it must still write the template once to remove the pins
+// (verdict's Outcome.Template), or every new pod fails to start on the
+// missing ConfigMap.
+//
+// Minimal history: d(pinned, evict) reads cfg at v1; template pins
+// cfg@v1, whose snapshot is deleted. Expected: the template no longer
+// pins the missing snapshot.
+func TestHistoryRegressionEvictPinsMissingSnapshot(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, api, rec := pinScene{now: "v1", noSnapshot: true,
+		depAnn: map[string]string{restart.StrategyAnnotation: "evict"}}.setUp(t, ctx)
+	reconcileWeb(t, ctx, r)
+	var got appsv1.Deployment
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	pinsNow := pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+	t.Logf("events %v; template pins cfg to %q", drain(rec), pinsNow)
+	if pinsNow == pin.SnapshotName("cfg", cfgDigest("v1").Sum) {
+		t.Errorf("under strategy evict the template still pins %s, which does not exist: new pods cannot start", pinsNow)
+	}
+}
+
+// TestHistoryRegressionReleaseOfPinnedFloatingSource: found by the
+// history simulation (WATCHER_HISTORY_SEED=10, step 11): a release (its
+// template and ConfigMap at change set "8") changes a ConfigMap that is
+// opted out (require-restart: "false", so it floats) but that the
+// template still pins from before it was opted out. The release's own
+// rollout carries the change, yet watcher restarts once more (Warning
+// PinsStripped "pins configmap cfg, which floats, and it changed"): two
+// rollouts for one release. Expected: no watcher restart; the template's
+// pin of the floating source is removed (a template write without a
+// restart id, as InRelease repins), so the release's pods read it live.
+func TestHistoryRegressionReleaseOfPinnedFloatingSource(t *testing.T) {
+	if why := pin.Floats(pin.ConfigMap, "", map[string]string{"require-restart": "false"}); why != "" {
+		t.Skipf("floats: %s", why)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, api, rec := pinScene{
+		now:    "v2",
+		cfgAnn: map[string]string{optin.ChangeSet: "8", "require-restart": "false"},
+		depAnn: map[string]string{optin.RecordedChangeSet: "7"},
+		tmpAnn: map[string]string{optin.ChangeSet: "8"},
+	}.setUp(t, ctx)
+	reconcileWeb(t, ctx, r)
+	var got appsv1.Deployment
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	_, restarted := got.Spec.Template.Annotations[plan.RestartAnnotation]
+	pinsNow := pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+	t.Logf("events %v; restarted %v; template pins cfg to %q", drain(rec), restarted, pinsNow)
+	if restarted {
+		t.Errorf("release 8 carried the change of the floating ConfigMap cfg, and watcher restarted the workload too")
+	}
+	if pinsNow != "" {
+		t.Errorf("the release's template still pins the floating ConfigMap cfg to %s", pinsNow)
+	}
+}
