@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,5 +119,41 @@ func TestHistoryRegressionReleaseOfPinnedFloatingSource(t *testing.T) {
 	}
 	if pinsNow != "" {
 		t.Errorf("the release's template still pins the floating ConfigMap cfg to %s", pinsNow)
+	}
+}
+
+// TestHistoryRegressionReleaseWhilePinningOffKeepsOldPins: found by the
+// history simulation (WATCHER_HISTORY_SEED=18, step 19): while pinning is
+// off (the MutatingAdmissionPolicy is gone), a release carrying a change
+// of a ConfigMap (template and ConfigMap at change set "8") is recorded
+// (InRelease) but the template keeps its pins of the old content; once
+// the policy is back, every new pod (a scale-up, a rescheduled pod) reads
+// the old snapshot while the record and the ConfigMap are at v2, and
+// nothing rolls again. Expected: the template's pins are removed (or
+// brought to v2) by the release's refresh.
+func TestHistoryRegressionReleaseWhilePinningOffKeepsOldPins(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, api, rec := pinScene{
+		now:    "v2",
+		cfgAnn: map[string]string{optin.ChangeSet: "8"},
+		depAnn: map[string]string{optin.RecordedChangeSet: "7"},
+		tmpAnn: map[string]string{optin.ChangeSet: "8"},
+		getErr: func(obj client.Object) error {
+			if _, ok := obj.(*admissionv1.MutatingAdmissionPolicy); ok {
+				return apierrors.NewNotFound(admissionv1.Resource("mutatingadmissionpolicies"), "watcher-pins")
+			}
+			return nil
+		},
+	}.setUp(t, ctx)
+	reconcileWeb(t, ctx, r)
+	var got appsv1.Deployment
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	pinsNow := pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}]
+	t.Logf("events %v; template pins cfg to %q", drain(rec), pinsNow)
+	if pinsNow == pin.SnapshotName("cfg", cfgDigest("v1").Sum) {
+		t.Errorf("release 8 carried cfg to v2 while pinning was off; the template still pins v1's snapshot %s, which new pods read once the policy is back", pinsNow)
 	}
 }
