@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -423,5 +422,3 @@ func TestHistorySimulation(t *testing.T) {
 		}
 	}
 }
-
-var _ appsv1.Deployment

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math/rand"
 	"slices"
 	"sort"
 	"strings"
@@ -352,5 +351,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(k)
 	return k
 }
-
-var _ = rand.New
