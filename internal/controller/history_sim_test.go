@@ -263,7 +263,13 @@ func (s *simRun) run() {
 		pins := dep.Spec.Template.Annotations[pin.PinsAnnotation]
 		// A revision that pins nothing reads live content: pinning it
 		// again (Repin) reads the same, and the live-content check holds.
-		if pins != "" {
+		// A revision that pins a snapshot since deleted is pinned again
+		// (verdict: RolledBack wants every snapshot to exist).
+		exists := true
+		for _, name := range pin.Parse(pins) {
+			exists = exists && w.getCM(name) != nil
+		}
+		if pins != "" && exists {
 			d.undone = &pins
 		}
 		undoneBy[d] = true
