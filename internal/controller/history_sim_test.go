@@ -181,6 +181,7 @@ func (s *simRun) run() {
 	var exp []expect
 	var changed []string
 	undoneBy := map[*simDep]bool{}
+	w.tick()
 	switch k := s.rng.Intn(20); {
 	case k < 6: // a hand edit
 		c := s.cms[s.rng.Intn(len(s.cms))]
@@ -364,6 +365,11 @@ func (s *simRun) check() {
 		// evict a template's pins are neither removed when they name a
 		// missing snapshot nor repinned by a release; not checked here.
 		if d.evict && len(pins) > 0 {
+			continue
+		}
+		// Without the admission policy pods read live content, whatever
+		// the template pins; watcher leaves its pins as they are.
+		if !s.policy {
 			continue
 		}
 		for src, name := range pins {

@@ -62,10 +62,16 @@ type hworld struct {
 	log []string
 	// observe, when set, is called after every sync of a settle.
 	observe func()
+	// clock is the snapshot.Maker's: it trusts its answer on the admission
+	// policy for 10 s; each step of a history is a minute (tick).
+	clock time.Time
 }
 
+// tick moves the world's clock on by a minute.
+func (w *hworld) tick() { w.clock = w.clock.Add(time.Minute) }
+
 func newWorld(t testing.TB, ctx context.Context, objs []client.Object) *hworld {
-	w := &hworld{t: t, ctx: ctx}
+	w := &hworld{t: t, ctx: ctx, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	b := fake.NewClientBuilder().WithScheme(scheme.Scheme)
 	for _, o := range objs {
 		b = b.WithObjects(o.DeepCopyObject().(client.Object))
@@ -102,7 +108,7 @@ func (w *hworld) restartWatcher() {
 		w.t.Fatal("store did not sync")
 	}
 	w.rec = events.NewFakeRecorder(10000)
-	maker := &snapshot.Maker{Client: w.api, Fresh: w.api, Hasher: reviewHasher, Policy: "watcher-pins"}
+	maker := &snapshot.Maker{Client: w.api, Fresh: w.api, Hasher: reviewHasher, Policy: "watcher-pins", Now: func() time.Time { return w.clock }}
 	w.r = New(st, w.api, w.api, w.rec, Config{Settings: settings.Settings{Annotation: "require-restart", Discovery: plan.DiscoveryAll},
 		Hasher: reviewHasher, Snapshots: maker})
 	w.waitStore()
