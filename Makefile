@@ -19,7 +19,7 @@ GCI_SECTIONS = -s standard -s default -s "prefix(github.com/watcher-dev/watcher)
 # worker (golang/go#75804, fixed in Go 1.27); a count sets no deadline.
 FUZZTIME ?= 20000x
 
-.PHONY: help build test unit integration e2e install-tests lint imports fuzz demo run bench controlplane deps clean generate verify-generate
+.PHONY: help build test unit integration e2e install-tests lint imports fuzz history demo run bench controlplane deps clean generate verify-generate
 .PHONY: manifests verify-manifests image
 
 help: ## list the targets
@@ -97,6 +97,9 @@ image: ## build the container image without a daemon: bin/image/oci (OCI layout)
 # Go fuzzes one target per `go test` call: every `func FuzzX` of a _test.go
 # file is found and run in turn. A failing input is saved under the
 # package's testdata/fuzz/FuzzX, where `go test` replays it from then on.
+history: ## run the history simulation of the controller long: WATCHER_HISTORIES=2000 histories from WATCHER_HISTORY_SEED (default random)
+	WATCHER_HISTORY_SEED=$${WATCHER_HISTORY_SEED:-random} WATCHER_HISTORIES=$${WATCHER_HISTORIES:-2000} go test -run TestHistorySimulation -count=1 -timeout 60m ./internal/controller/
+
 fuzz: ## run every fuzz test (func FuzzX) for FUZZTIME inputs each, default 20000x
 	@grep -rEo --include='*_test.go' --exclude-dir=.git '^func Fuzz[A-Za-z0-9_]+' . | sort | \
 	while IFS=: read -r file fn; do \
