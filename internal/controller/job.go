@@ -35,7 +35,7 @@ func (r *Reconciler) write(ctx context.Context, w *gathered, obj client.Object, 
 		if err != nil {
 			return obj, err
 		}
-		if patch, err = restart.WithPins(patch, kind, pins, pins.Sign(key.Namespace, r.pinSign())); err != nil {
+		if patch, err = restart.WithPins(patch, kind, pins, pins.Sign(key.Namespace, r.pinSign()), w.outcome.Wanted); err != nil {
 			return obj, err
 		}
 	}

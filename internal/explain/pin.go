@@ -101,13 +101,7 @@ func (s Settings) facts(w Workload, in plan.Input) verdict.Facts {
 	if !s.Pinning || !ok || !k.Pinnable || (!f.Pin.Wanted && len(f.Pin.Template) == 0) {
 		return f
 	}
-	f.Pin.On = true
-	if f.Pin.Wanted && !f.Pin.Evicts {
-		f.Pin.Missing = w.Missing
-		if len(f.Pin.Template) == 0 && f.Pin.Revision == "" {
-			f.Pin.PinnedBefore = w.PinnedBefore
-		}
-	}
+	f.Pin = f.Pin.Completed(true, w.Missing, w.PinnedBefore)
 	return f
 }
 

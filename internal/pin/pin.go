@@ -193,11 +193,17 @@ const (
 	RolledBack
 )
 
+// UnpinnedRevision is the RevisionLabel of a workload that asks for
+// pinning and whose last restart pinned nothing (every snapshot refused,
+// over the budget, too many sources): watcher wrote no pins, no tool
+// stripped them.
+const UnpinnedRevision = "none"
+
 // Judge compares the pins of a workload's template with the digest of the
 // pins watcher last wrote (its RevisionLabel, "" when none).
 func Judge(template Pins, revision string) Verdict {
 	switch {
-	case len(template) == 0 && revision == "":
+	case len(template) == 0 && (revision == "" || revision == UnpinnedRevision):
 		return Unpinned
 	case len(template) == 0:
 		return Stripped

@@ -13,14 +13,18 @@ import (
 // workload, and the removal of pin.RolledBackFrom (a new content rolls).
 // With no pins, it removes them all: the new pods read the live objects.
 // mac is the pins' signature (pin.Pins.Sign), written beside them as
-// pin.SignatureAnnotation. Still one patch; metadata merges alike in a
+// pin.SignatureAnnotation. wanted: the workload asks for pinning, so no
+// pins are marked pin.UnpinnedRevision rather than removed. Still one patch; metadata merges alike in a
 // JSON merge patch and a strategic merge patch.
-func WithPins(patch []byte, kind workload.Kind, pins pin.Pins, mac string) ([]byte, error) {
+func WithPins(patch []byte, kind workload.Kind, pins pin.Pins, mac string, wanted bool) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
 		return nil, err
 	}
 	var revision, pinned, written, signed any // null: removed
+	if wanted {
+		revision = pin.UnpinnedRevision
+	}
 	if len(pins) > 0 {
 		revision, pinned, written = pins.Digest(), "true", pins.String()
 		if mac != "" {

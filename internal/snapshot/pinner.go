@@ -86,19 +86,15 @@ func (p *Pinner) Facts(ctx context.Context, obj client.Object, kind workload.Kin
 	}
 	p.off.forget(obj.GetUID())
 	metrics.PinningAvailable.Set(1)
-	f.On = true
-	if !f.Wanted || f.Evicts {
-		return f, nil
-	}
 	missing, err := p.missing(ctx, obj.GetNamespace(), f.Template)
 	if err != nil {
 		return f, err
 	}
-	f.Missing = missing
-	if len(f.Template) == 0 && f.Revision == "" && p.View != nil {
-		f.PinnedBefore, _ = p.View.PinnedBefore(obj.GetNamespace(), obj.GetUID())
+	before := false
+	if f.NeedsPinnedBefore() && p.View != nil {
+		before, _ = p.View.PinnedBefore(obj.GetNamespace(), obj.GetUID())
 	}
-	return f, nil
+	return f.Completed(true, missing, before), nil
 }
 
 // missing names the snapshots of pins that do not exist, as the view sees

@@ -57,3 +57,24 @@ func SourcesOf(obj client.Object, in plan.Input) map[string]Source {
 	}
 	return out
 }
+
+// Completed returns p with what only the caller can read: on, whether the
+// installation pins this workload now; missing, the snapshots its
+// template pins that do not exist; pinnedBefore, whether a revision of
+// it is pinned. Each is kept only where the rules read it, the same for
+// every caller: the controller (snapshot.Pinner.Facts) and the CLI.
+func (p Pinning) Completed(on bool, missing []string, pinnedBefore bool) Pinning {
+	if !on {
+		return p
+	}
+	p.On, p.Missing = true, missing
+	p.PinnedBefore = p.NeedsPinnedBefore() && pinnedBefore
+	return p
+}
+
+// NeedsPinnedBefore reports whether the rules read PinnedBefore for p: a
+// workload that pins, by template writes, with neither pins nor a
+// revision label (a replace, or never pinned).
+func (p Pinning) NeedsPinnedBefore() bool {
+	return p.Wanted && !p.Evicts && len(p.Template) == 0 && p.Revision == ""
+}

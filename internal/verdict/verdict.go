@@ -40,6 +40,7 @@
 package verdict
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -147,6 +148,10 @@ type Outcome struct {
 	// Template: the restart writes the pod template although its
 	// strategy does not (to remove pins it cannot keep).
 	Template bool
+	// Wanted: the workload pins; a write of no pins (none could be
+	// made) marks it as pinned by watcher with none (pin.Unpinned), so
+	// that it is not taken for a replace.
+	Wanted bool
 	// Stale: a restart was due and is not made (a rollback's content).
 	Stale bool
 }
@@ -160,21 +165,35 @@ func Apply(f Facts, p plan.Plan) Outcome {
 	} else if InRelease(f, p) {
 		out.Plan.Action, out.Rule = plan.Refresh, RuleInRelease
 	}
-	if !f.Pin.On || (!f.Pin.Wanted && len(f.Pin.Template) == 0) {
+	if !f.Pin.On {
+		// Pinning is off: new pods read the live objects; a template
+		// write removes the pins left from before, which would apply
+		// again once it is back.
+		out.WritePins = len(f.Pin.Template) > 0 && (out.Plan.Action == plan.Restart || out.Rule == RuleInRelease)
 		return out
 	}
-	if f.Pin.Wanted && !f.Pin.Evicts {
-		if out.Rule != RuleInRelease {
-			if rolled, why := judge(f, out.Plan); rolled {
-				return Outcome{Rule: RuleRolledBack, Sources: f.Sources}
-			} else if why != "" {
-				out.Plan, out.Rule, out.Why = repin(f, out.Plan), RuleRepin, why
-			}
+	if len(f.Pin.Template) == 0 && !f.Pin.Wanted {
+		return out
+	}
+	if f.Pin.Evicts || !f.Pin.Wanted {
+		if out.Rule != RuleInRelease && out.Plan.Action != plan.Restart && len(f.Pin.Missing) == 0 &&
+			pin.Judge(f.Pin.Template, f.Pin.Revision) == pin.RolledBack {
+			return Outcome{Rule: RuleRolledBack, Sources: f.Sources} // a rollback to a pinned revision
 		}
-		if out.Plan.Action == plan.Restart && LeftByRollback(f, out.Plan) {
-			return Outcome{Plan: plan.Plan{Action: plan.None}, Rule: RuleLeftByRollback, Stale: due, Sources: f.Sources}
+		unpin(f, &out)
+		return out
+	}
+	if out.Rule != RuleInRelease {
+		if rolled, why := judge(f, out.Plan); rolled {
+			return Outcome{Rule: RuleRolledBack, Sources: f.Sources}
+		} else if why != "" {
+			out.Plan, out.Rule, out.Why = repin(f, out.Plan), RuleRepin, why
 		}
 	}
+	if out.Plan.Action == plan.Restart && LeftByRollback(f, out.Plan) {
+		return Outcome{Plan: plan.Plan{Action: plan.None}, Rule: RuleLeftByRollback, Stale: due, Sources: f.Sources}
+	}
+	out.Wanted = true
 	pins(f, &out)
 	return out
 }
@@ -182,18 +201,6 @@ func Apply(f Facts, p plan.Plan) Outcome {
 // pins sets what the write of out.Plan does with the pins.
 func pins(f Facts, out *Outcome) {
 	restart := out.Plan.Action == plan.Restart
-	switch {
-	case f.Pin.Evicts:
-		// The strategy cannot pin: a restart removes pins left from
-		// before by writing the template once.
-		if restart && len(f.Pin.Template) > 0 {
-			out.WritePins, out.Template = true, true
-		}
-		return
-	case !f.Pin.Wanted:
-		out.WritePins = restart // removes the pins it no longer wants
-		return
-	}
 	if !restart && out.Rule != RuleInRelease {
 		return
 	}
@@ -207,6 +214,61 @@ func pins(f Facts, out *Outcome) {
 		return
 	}
 	out.Pins = sources
+}
+
+// unpin sets what becomes of the pins left on the template of a workload
+// that cannot pin (its strategy does not write the template) or no longer
+// asks to: its restart removes them, writing the template once; and when
+// they name a content that is not the live one, or a snapshot that does
+// not exist, it is restarted for it (its pods would come back on them).
+func unpin(f Facts, out *Outcome) {
+	if len(f.Pin.Template) == 0 {
+		return
+	}
+	if out.Rule == RuleInRelease { // the release's own rollout: its pods read the live objects
+		out.WritePins = true
+		return
+	}
+	if out.Plan.Action != plan.Restart {
+		why := cmp.Or(stale(f, out.Plan), floatingChanged(f, out.Plan))
+		if len(f.Pin.Missing) > 0 {
+			why = "The pod template pins snapshots that do not exist: " + strings.Join(f.Pin.Missing, ", ")
+		}
+		if why == "" {
+			return
+		}
+		out.Plan, out.Rule, out.Why = repin(f, out.Plan), RuleRepin, why+"; its pins are removed"
+		if out.Plan.Action != plan.Restart {
+			return
+		}
+	}
+	out.WritePins, out.Template = true, f.Pin.Evicts
+}
+
+// stale says which sources the template pins at a content that is not
+// the live one although the plan p has no change of them (a release whose
+// tool kept watcher's pins while pinning was off, an older template
+// re-applied): not a rollback (pin.RolledBackFrom names what a rollback
+// left); "" when none.
+func stale(f Facts, p plan.Plan) string {
+	changed := map[string]bool{}
+	for _, c := range append(slices.Clone(p.Changes), p.Ignored...) {
+		changed[c.Ref.ID()] = true
+	}
+	var out []string
+	for _, src := range pin.Sorted(f.Pin.Template) {
+		s, ok := f.Sources[src.ID()]
+		if !ok || changed[src.ID()] || s.Snapshot == "" || floats(s) {
+			continue
+		}
+		if name := f.Pin.Template[src]; name != s.Snapshot && f.Pin.From[src] != s.Snapshot {
+			out = append(out, src.Kind+" "+src.Name)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "The pod template pins older contents than the live ones of " + strings.Join(out, ", ")
 }
 
 // sameContent reports whether the template pins exactly the snapshots of
@@ -263,16 +325,26 @@ func judge(f Facts, p plan.Plan) (rolledBack bool, why string) {
 	case verdict == pin.Unpinned && f.Pin.PinnedBefore:
 		return false, "The pod template and the workload lost their pins (a replace)"
 	}
+	if why := stale(f, p); why != "" {
+		return false, why
+	}
+	return false, floatingChanged(f, p)
+}
+
+// floatingChanged says which source the template pins although it floats
+// and that p finds changed: its pods would never see the change; "" when
+// none.
+func floatingChanged(f Facts, p plan.Plan) string {
 	for _, c := range append(slices.Clone(p.Changes), p.Ignored...) {
 		src, ok := pin.SourceOf(string(c.Ref.Kind), c.Ref.Name)
 		if !ok {
 			continue
 		}
 		if _, pinned := f.Pin.Template[src]; pinned && floats(f.Sources[c.Ref.ID()]) {
-			return false, "The pod template pins " + src.Kind + " " + src.Name + ", which floats, and it changed"
+			return "The pod template pins " + src.Kind + " " + src.Name + ", which floats, and it changed"
 		}
 	}
-	return false, ""
+	return ""
 }
 
 // floats reports whether s is never pinned.
@@ -328,14 +400,18 @@ func LeftByRollback(f Facts, p plan.Plan) bool {
 // was recorded, restarts), and no source of the workload carries another
 // id (the release has not fully landed).
 func InRelease(f Facts, p plan.Plan) bool {
-	if p.Action != plan.Restart || len(p.Changes) == 0 {
+	changes := p.Changes
+	if p.Action == plan.Refresh {
+		changes = p.Ignored // a pinned floating source's change rides along (pins)
+	}
+	if (p.Action != plan.Restart && p.Action != plan.Refresh) || len(changes) == 0 {
 		return false
 	}
 	tmpl := optin.TemplateChangeSet(f.Annotations)
 	if tmpl == "" || f.Annotations[optin.RecordedChangeSet] == tmpl {
 		return false
 	}
-	for _, c := range p.Changes {
+	for _, c := range changes {
 		if c.Ref.Kind != refs.ConfigMap && c.Ref.Kind != refs.Secret {
 			return false
 		}

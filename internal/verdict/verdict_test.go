@@ -56,8 +56,26 @@ func TestApply(t *testing.T) {
 			plan.Restart, "", false, nil, false, false},
 		{"no longer wanted: the restart removes the pins", facts(func(f *Facts) { f.Pin.Wanted = false }), restartFor(cfgRef),
 			plan.Restart, "", true, nil, false, false},
-		{"pinning off: the template is left as it is", facts(func(f *Facts) { f.Pin.On = false }), restartFor(cfgRef),
-			plan.Restart, "", false, nil, false, false},
+		{"pinning off: a restart removes the pins left", facts(func(f *Facts) { f.Pin.On = false }), restartFor(cfgRef),
+			plan.Restart, "", true, nil, false, false},
+		{"pinning off, no restart: the template is left as it is", facts(func(f *Facts) { f.Pin.On = false }), plan.Plan{},
+			plan.None, "", false, nil, false, false},
+		{"pins older than the live content with no change (a release kept them while pinning was off): pinned again", facts(nil), plan.Plan{},
+			plan.Restart, RuleRepin, true, []pin.Source{cfgSrc}, false, false},
+		{"pins older than the live content left by a rollback: not pinned again", facts(func(f *Facts) { f.Pin.From = pin.Pins{cfgSrc: v2} }), plan.Plan{},
+			plan.None, "", false, nil, false, false},
+		{"evict, pins naming a snapshot that is gone: removed by writing the template once", facts(func(f *Facts) {
+			f.Pin.Evicts, f.Pin.Missing = true, []string{"configmap " + v1}
+			f.Pin.Template = pin.Pins{cfgSrc: v2}
+		}), plan.Plan{}, plan.Restart, RuleRepin, true, nil, true, false},
+		{"evict, pins older than the live content: removed by writing the template once", facts(func(f *Facts) { f.Pin.Evicts = true }), plan.Plan{},
+			plan.Restart, RuleRepin, true, nil, true, false},
+		{"a release changing a pinned source that floats now: refreshed, its pin removed, no restart", facts(func(f *Facts) {
+			f.Annotations = withTemplateID(map[string]string{optin.RecordedChangeSet: "7"}, "8")
+			s := f.Sources["ConfigMap/cfg"]
+			s.ChangeSet, s.Floats = "8", "opted out"
+			f.Sources["ConfigMap/cfg"] = s
+		}), plan.Plan{Action: plan.Refresh, Record: rec, Ignored: []plan.Change{{Ref: cfgRef}}}, plan.Refresh, RuleInRelease, true, nil, false, false},
 		{"a native rollback is recorded, nothing restarts", facts(func(f *Facts) { f.Pin.Revision = pin.Pins{cfgSrc: v2}.Digest() }), plan.Plan{},
 			plan.None, RuleRolledBack, false, nil, false, false},
 		{"a rollback whose snapshot is gone is pinned again", facts(func(f *Facts) {
@@ -123,6 +141,8 @@ func TestApply(t *testing.T) {
 		}), restartFor(cfgRef), plan.Restart, "", true, []pin.Source{cfgSrc}, false, false},
 		{"an image-only release is recorded as seen", facts(func(f *Facts) {
 			f.Annotations = withTemplateID(map[string]string{optin.RecordedChangeSet: "7"}, "8")
+			f.Pin.Template = pin.Pins{cfgSrc: v2}
+			f.Pin.Revision = f.Pin.Template.Digest()
 		}), plan.Plan{}, plan.Refresh, RuleChangeSetSeen, false, nil, false, false},
 		{"too many sources pin nothing", facts(func(f *Facts) {
 			for i := range pin.MaxPins {
