@@ -138,11 +138,15 @@ func (o *Owners) handTo(ctx context.Context, rev *pinned, w metav1.OwnerReferenc
 		}
 		owners, changed := pin.Owned(snap.OwnerReferences, rev.ref())
 		if owns(owners, w.UID) && settled {
-			current, err := cur()
+			current, now, err := cur()
 			if err != nil {
 				return nil, err
 			}
-			if current {
+			// w lets go once its current revision owns the snapshot, or
+			// once its current template (read) no longer pins it: an
+			// older revision's content reused by a restart since
+			// superseded, which then goes with the revisions alone.
+			if current || (now != nil && !pinsName(now, name)) {
 				owners, changed = without(owners, w.UID), true
 			}
 		}
@@ -153,7 +157,7 @@ func (o *Owners) handTo(ctx context.Context, rev *pinned, w metav1.OwnerReferenc
 			return nil, fmt.Errorf("hand snapshot %s/%s to %s %s: %w", ns, name, rev.kind, rev.meta.Name, err)
 		}
 	}
-	return pins, o.collect(ctx, rev, w, pins, cur)
+	return pins, o.collect(ctx, rev, w, pins, func() (bool, error) { c, _, err := cur(); return c, err })
 }
 
 // collect makes rev, once it is w's current revision, the owner of each
@@ -200,44 +204,50 @@ func (o *Owners) ownedBy(kind, ns string, uid types.UID) []*metav1.PartialObject
 }
 
 // currentOnce returns whether rev is w's current revision (Owners.current),
-// asked at most once.
-func (o *Owners) currentOnce(ctx context.Context, rev *pinned, w metav1.OwnerReference) func() (bool, error) {
+// and the pins of w's current template, asked at most once.
+func (o *Owners) currentOnce(ctx context.Context, rev *pinned, w metav1.OwnerReference) func() (bool, pin.Pins, error) {
 	var asked, current bool
-	return func() (bool, error) {
+	var pins pin.Pins
+	return func() (bool, pin.Pins, error) {
 		if asked {
-			return current, nil
+			return current, pins, nil
 		}
-		ok, err := o.current(ctx, rev, w)
+		ok, p, err := o.current(ctx, rev, w)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
-		asked, current = true, ok
-		return ok, nil
+		asked, current, pins = true, ok, p
+		return ok, p, nil
 	}
 }
 
 // current reports whether rev was made from the current template of its
-// workload w, read from the API server: false when w is gone, not
-// readable, or in doubt (then w keeps its snapshots).
-func (o *Owners) current(ctx context.Context, rev *pinned, w metav1.OwnerReference) (bool, error) {
+// workload w, read from the API server, and the pins of that template:
+// false and nil when w is gone, not readable, or in doubt (then w keeps
+// its snapshots).
+func (o *Owners) current(ctx context.Context, rev *pinned, w metav1.OwnerReference) (bool, pin.Pins, error) {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(w.APIVersion)
 	u.SetKind(w.Kind)
 	if err := o.Fresh.Get(ctx, types.NamespacedName{Namespace: rev.meta.Namespace, Name: w.Name}, u); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			return false, nil
+			return false, nil, nil
 		}
-		return false, fmt.Errorf("get %s %s/%s: %w", w.Kind, rev.meta.Namespace, w.Name, err)
+		return false, nil, fmt.Errorf("get %s %s/%s: %w", w.Kind, rev.meta.Namespace, w.Name, err)
 	}
 	raw, ok, err := unstructured.NestedMap(u.Object, "spec", "template")
 	if u.GetUID() != w.UID || !ok || err != nil {
-		return false, nil
+		return false, nil, nil
 	}
 	var tmpl corev1.PodTemplateSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &tmpl); err != nil {
-		return false, nil
+		return false, nil, nil
 	}
-	return sameTemplate(tmpl, rev.template, w.APIVersion == "apps/v1"), nil
+	pins := pin.Parse(tmpl.Annotations[pin.PinsAnnotation])
+	if pins == nil {
+		pins = pin.Pins{} // read: pins nothing
+	}
+	return sameTemplate(tmpl, rev.template, w.APIVersion == "apps/v1"), pins, nil
 }
 
 // hashLabels are the labels a revision adds to its workload's template.
@@ -257,6 +267,16 @@ func sameTemplate(w, rev corev1.PodTemplateSpec, spec bool) bool {
 		return false
 	}
 	return !spec || equality.Semantic.DeepEqual(w.Spec, rev.Spec)
+}
+
+// pinsName reports whether pins name the snapshot name.
+func pinsName(pins pin.Pins, name string) bool {
+	for _, n := range pins {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotOf returns the snapshot ns/name of src from the snapshots'

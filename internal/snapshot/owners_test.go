@@ -302,7 +302,9 @@ func TestHandBack(t *testing.T) {
 		queued  int
 	}{
 		{"owned by the current revision: the workload lets go", template(p, true, ""), snapshotCM(snapX, "app", time.Hour, rsOld, web), "web-old", 0},
-		{"owned by an old revision: the workload keeps it (the review's case)", template(other, true, ""), snapshotCM(snapX, "app", time.Hour, rsOld, web), "web,web-old", 0},
+		{"owned by an old revision, pinned by the current template: the workload keeps it (the review's case)",
+			template(pin.Pins{appSrc: snapX, {Kind: pin.ConfigMap, Name: "db"}: "db-pin-00000000000000000000"}, true, ""), snapshotCM(snapX, "app", time.Hour, rsOld, web), "web,web-old", 0},
+		{"owned by an old revision, not pinned by the current template: it goes with the revisions", template(other, true, ""), snapshotCM(snapX, "app", time.Hour, rsOld, web), "web-old", 0},
 		{"owned by the workload alone, within the grace: looked at later", template(other, true, ""), snapshotCM(snapX, "app", time.Minute, web), "web", 0},
 		{"owned by the workload alone, past the grace: its revisions handed again", template(other, true, ""), snapshotCM(snapX, "app", time.Hour, web), "web", 1},
 	} {
