@@ -24,10 +24,12 @@ import (
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/lock"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/pin"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/snapshot"
@@ -56,6 +58,8 @@ type pinScene struct {
 	noSnapshot bool
 	// view, when set, is the controller's view of every snapshot.
 	view SnapshotView
+	// onGet, when set, is told of every read of the store.
+	onGet func(kind, namespace, name string)
 }
 
 // pinnedBefore is a snapshot view that has seen a pinned revision of
@@ -139,7 +143,7 @@ func (s pinScene) setUp(t *testing.T, ctx context.Context) (*Reconciler, client.
 			_, _ = cs.CoreV1().ConfigMaps("ns").Create(ctx, o.DeepCopy(), metav1.CreateOptions{})
 		}
 	}
-	st, err := store.New(cs, store.Options{Hasher: reviewHasher, ConfigSelector: s.configSelector,
+	st, err := store.New(cs, store.Options{OnGet: s.onGet, Hasher: reviewHasher, ConfigSelector: s.configSelector,
 		WorkloadAnnotations: append([]string{"require-restart", plan.RecordAnnotation, plan.HashKeyAnnotation, plan.VersionAnnotation,
 			restart.StrategyAnnotation, guard.PriorityAnnotation, guard.ReleaseAnnotation, guard.StateAnnotation, guard.PendingAnnotation, evict.DoneAnnotation}, optin.WorkloadKeys...),
 		ConfigAnnotations: append([]string{"require-restart", guard.ReleaseAnnotation}, optin.ConfigKeys...)})
@@ -440,5 +444,41 @@ func TestPinReplaceStripsLabelToo(t *testing.T) {
 	t.Logf("after a replace: events %v; restarted %v; pins %q", evs, restarted, got.Spec.Template.Annotations[pin.PinsAnnotation])
 	if !restarted || len(evs) == 0 {
 		t.Errorf("a pinned workload whose pins and label a replace removed is left floating, silently")
+	}
+}
+
+// TestPinnedRestartReads: one ConfigMap edit that restarts one pinned
+// Deployment reads the changed ConfigMap from the store 6 times: the
+// change itself, its users, the gather (the one the decision, the rules
+// after it, the guards and the pin writer all use), who wrote it (twice:
+// the triage and the Event), and the check that the triage still holds.
+// The guards and the pin writer read none (before the verdict chain: 9,
+// 3 of them by the guards). The ReloadPolicies are asked once.
+func TestPinnedRestartReads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := 0
+	r, api, _ := pinScene{now: "v2", onGet: func(kind, ns, name string) {
+		if kind == "ConfigMap" && name == "cfg" {
+			reads++
+		}
+	}}.setUp(t, ctx)
+	r.Config.Locker = lock.Local{}
+	r.Config.Policies = &Policies{Index: policy.NewIndex()}
+	lookups, _ := countWalk(t)
+	reads = 0
+	if _, err := r.Reconcile(ctx, Change{object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got appsv1.Deployment
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Template.Annotations[plan.RestartAnnotation] == "" || pin.Parse(got.Spec.Template.Annotations[pin.PinsAnnotation])[pin.Source{Kind: pin.ConfigMap, Name: "cfg"}] != pin.SnapshotName("cfg", cfgDigest("v2").Sum) {
+		t.Fatalf("not restarted onto v2's snapshot: %v", got.Spec.Template.Annotations)
+	}
+	t.Logf("store reads of the changed ConfigMap: %d; policy lookups: %d", reads, *lookups)
+	if reads > 6 || *lookups != 1 {
+		t.Errorf("store reads of the changed ConfigMap %d (want at most 6), policy lookups %d (want 1)", reads, *lookups)
 	}
 }

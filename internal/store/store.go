@@ -63,6 +63,9 @@ const ErrorOperation = "index"
 
 // Options says what to watch.
 type Options struct {
+	// OnGet, when set, is told of every Get (a seam for the tests that
+	// count the reads of one change).
+	OnGet func(kind, namespace, name string)
 	// Namespaces to watch; empty: all.
 	Namespaces []string
 	// IgnoredKinds are workload kinds not watched at all (kind names).
@@ -352,6 +355,9 @@ func customGroup(apiVersion string) bool {
 // Get returns the object of kind namespace/name, or nil if it is not there,
 // as a new PartialObjectMetadata of the caller's own.
 func (s *Store) Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	if s.opts.OnGet != nil {
+		s.opts.OnGet(kind, namespace, name)
+	}
 	s.mu.RLock()
 	inf := s.informer(kind, namespace)
 	s.mu.RUnlock()
