@@ -164,7 +164,7 @@ func (s pinScene) setUp(t *testing.T, ctx context.Context) (*Reconciler, client.
 	).Build()
 	if s.getErr != nil {
 		inner := api
-		api = interceptor.NewClient(inner.(client.WithWatch), interceptor.Funcs{
+		api = interceptor.NewClient(inner, interceptor.Funcs{
 			Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				if err := s.getErr(obj); err != nil {
 					return err
