@@ -340,7 +340,7 @@ func TestPinnedHistory(t *testing.T) {
 	}
 	g.Expect(s.template(t)).To(HaveKey(pin.Source{Kind: pin.ConfigMap, Name: "extra"}), "env valueFrom is pinned too")
 	g.Eventually(func() []string { return pinnedByReplicaSets(t, s) }, 2*wait).Should(Equal(sortedKeys(s.snapshots(t))))
-	g.Expect(ownerKinds(t, s)).To(HaveEach("ReplicaSet"))
+	g.Eventually(func() []string { return ownerKinds(t, s) }, 2*wait).Should(HaveEach("ReplicaSet"), "the workload lets go after the grace (PINNING_GRACE)")
 	g.Expect(len(s.snapshots(t))).To(BeNumerically("<", 3*3), "fewer than the revisions made times the sources")
 
 	// Deleting the Deployment removes its snapshots with its ReplicaSets.
@@ -458,7 +458,7 @@ func TestPinnedRelease(t *testing.T) {
 	var rep explain.WorkloadReport
 	g.Expect(json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep)).To(Succeed(), out)
 	g.Expect(rep.Pending).To(BeFalse(), out)
-	g.Expect(rep.Notes).To(ContainElement(ContainSubstring("rolled back")), out)
+	g.Expect(rep.Status+" "+strings.Join(rep.Notes, " ")).To(ContainSubstring("rolled back"), out)
 
 	release := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/annotations/watcher.dev~1rolled-back-from"}]`))
 	g.Expect(k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}, release)).To(Succeed())

@@ -290,6 +290,7 @@ namespaces, for their labels (the selector is applied by the API server). */}}
 {{- include "watcher.env" (list "PINNING" .Values.pinning.enabled) }}
 {{- include "watcher.env" (list "PINNING_POLICY" (include "watcher.pinsPolicy" .)) }}
 {{- include "watcher.env" (list "PINNING_BUDGET" .Values.pinning.budget) }}
+{{- include "watcher.env" (list "PINNING_GRACE" .Values.pinning.grace) }}
 {{- include "watcher.env" (list "ALERT_ON_RELOAD" .Values.alerts.onReload) }}
 {{- include "watcher.env" (list "ALERT_ON_HELD" .Values.alerts.onHeld) }}
 {{- include "watcher.env" (list "ALERT_ON_FLAPPING" .Values.alerts.onFlapping) }}
