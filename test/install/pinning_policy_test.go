@@ -40,7 +40,7 @@ const (
 func TestPinningPolicies(t *testing.T) {
 	g := NewWithT(t)
 	ns, apps := namespace(t, "pin-sys", nil), namespace(t, "pin-apps", nil)
-	notes := mustHelm(t, "install", "pn", chart, "-n", ns, "--wait", "--timeout=60s", "--set", "pinning.enabled=true")
+	notes := mustHelm(t, "install", "pn", chart, "-n", ns, "--wait", "--timeout=60s", "--set", "pinning.enabled=true", "--set", "pinning.grace=2s")
 	t.Cleanup(func() { _, _ = helm(t, "uninstall", "pn", "-n", ns, "--wait") })
 	g.Expect(strings.Join(strings.Fields(notes), " ")).To(ContainSubstring("Pinned config revisions are on"))
 	objs := decode(t, []byte(mustHelm(t, "get", "manifest", "pn", "-n", ns)))
