@@ -167,17 +167,23 @@ func TestRollbackTarget(t *testing.T) {
 	}
 }
 
-// TestRollbackPatch: one merge patch, of the pins only, conditional on the
-// resourceVersion read.
+// TestRollbackPatch: one merge patch, of the pins and their signature
+// only, conditional on the resourceVersion read.
 func TestRollbackPatch(t *testing.T) {
 	pins := pin.Pins{{Kind: pin.Secret, Name: "db"}: "db-pin-1", {Kind: pin.ConfigMap, Name: "app"}: "app-pin-1"}
-	b, err := rollbackPatch("42", pins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"metadata":{"resourceVersion":"42"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/pins":"configmap/app=app-pin-1,secret/db=db-pin-1"}}}}}`
-	if string(b) != want {
-		t.Errorf("patch %s\nwant  %s", b, want)
+	for _, tt := range []struct{ mac, want string }{
+		{"", `{"metadata":{"resourceVersion":"42"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/pins":"configmap/app=app-pin-1,secret/db=db-pin-1","watcher.dev/pins-mac":null}}}}}`},
+		// the revision's signature goes with its pins: the hand-over
+		// (snapshot.Owners) acts on signed pins only
+		{"m1", `{"metadata":{"resourceVersion":"42"},"spec":{"template":{"metadata":{"annotations":{"watcher.dev/pins":"configmap/app=app-pin-1,secret/db=db-pin-1","watcher.dev/pins-mac":"m1"}}}}}`},
+	} {
+		b, err := rollbackPatch("42", pins, tt.mac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.want {
+			t.Errorf("patch %s\nwant  %s", b, tt.want)
+		}
 	}
 }
 

@@ -3,9 +3,10 @@ package cli
 // The revisions of a workload (read by history and rollback), and watcher
 // rollback, which brings back the config of one revision of a workload
 // that pins its config, keeping its current image. It sends one JSON merge
-// patch of the workload's pod template: the pins annotation set to that
-// revision's (on the condition that the workload is still as read), and
-// nothing else. The workload's controller then rolls a new revision with
+// patch of the workload's pod template: the pins annotation and its
+// signature set to that revision's (on the condition that the workload is
+// still as read), and nothing else. Before it, the workload is made an
+// owner of each snapshot it will pin (keepSnapshots). The workload's controller then rolls a new revision with
 // the current image and the old config, and the running watcher records
 // it as a rollback (Event RolledBack), as it does kubectl rollout undo.
 //
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/pin"
+	"github.com/watcher-dev/watcher/internal/snapshot"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -174,12 +176,44 @@ func rollbackTarget(revs []revision, n int64, gone func(pin.Source, string) bool
 // rollbackPatch is the JSON merge patch that sets the pins of a workload's
 // pod template to pins, on the condition that the workload is still at
 // resourceVersion.
-func rollbackPatch(resourceVersion string, pins pin.Pins) ([]byte, error) {
+func rollbackPatch(resourceVersion string, pins pin.Pins, mac string) ([]byte, error) {
+	ann := map[string]any{pin.PinsAnnotation: pins.String(), pin.SignatureAnnotation: nil}
+	if mac != "" {
+		ann[pin.SignatureAnnotation] = mac
+	}
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": resourceVersion},
 		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-			"annotations": map[string]string{pin.PinsAnnotation: pins.String()}}}},
+			"annotations": ann}}},
 	})
+}
+
+// keepSnapshots makes obj an owner of each snapshot pins names, as a
+// restart that reuses a snapshot does, before its template pins them:
+// until the revision the rollback makes owns them (snapshot.Owners), the
+// revision that pinned them may be deleted (revisionHistoryLimit) and
+// Kubernetes' garbage collector would take them with it.
+func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj client.Object, pins pin.Pins) error {
+	ref := metav1.OwnerReference{APIVersion: kind.APIVersion(), Kind: kind.Name(), Name: obj.GetName(), UID: obj.GetUID()}
+	for _, src := range pin.Sorted(pins) {
+		snap := object(src.Kind)
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: pins[src]}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := r.c.Get(ctx, key, snap); err != nil {
+				return err
+			}
+			owners, changed := pin.Owned(snap.GetOwnerReferences(), ref)
+			if !changed {
+				return nil
+			}
+			return snapshot.PatchOwners(ctx, r.c, snap, owners)
+		})
+		if err != nil {
+			return fmt.Errorf("keep snapshot %s %s (the rollback makes %s an owner of the snapshots it pins, "+
+				"so that they outlive the revision that pinned them): %w", src.Kind, key, obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // rollback brings back the config of revision n of the workload named by
@@ -227,13 +261,15 @@ func (r *reader) rollbackOnce(ctx context.Context, arg string, n int64, dryRun b
 	if pin.Parse(tmpl.Annotations[pin.PinsAnnotation]).String() == pins.String() {
 		return fmt.Sprintf("%s already pins the config of revision %d (%s): nothing to do\n", id, n, pins), nil
 	}
-	patch, err := rollbackPatch(obj.GetResourceVersion(), pins)
+	patch, err := rollbackPatch(obj.GetResourceVersion(), pins, rev.Template.Annotations[pin.SignatureAnnotation])
 	if err != nil {
 		return "", err
 	}
 	var opts []client.PatchOption
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
+	} else if err := r.keepSnapshots(ctx, kind, obj, pins); err != nil {
+		return "", err
 	}
 	if err := r.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
 		return "", fmt.Errorf("patch %s: %w", id, err) // a conflict is tried again

@@ -13,6 +13,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -105,6 +107,9 @@ func TestPinnedCLI(t *testing.T) {
 	g.Eventually(func() string { return eventNote(t, s.ns, "Deployment", controller.ReasonRolledBack) }, wait).
 		Should(ContainSubstring("secret db back to " + second[dbSource] + " from " + third[dbSource]))
 	g.Consistently(func() int { return s.revision(t) }, 3*time.Second, 200*time.Millisecond).Should(Equal(5), "no roll forward")
+	// Revision 2 is gone (revisionHistoryLimit 2); the snapshot only it
+	// pinned stays, with the workload's new revision.
+	g.Expect(get(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: second[dbSource]}})).NotTo(BeNil())
 	g.Expect(runCLI(t, nil, "rollback", "deployment/web", "--to-revision", "1", "-n", s.ns)).
 		To(ContainSubstring("no revision 1: the revisions kept are 5, 4, 3"), "revisionHistoryLimit 2")
 
