@@ -196,6 +196,11 @@ func TestPinnedRefusals(t *testing.T) {
 	waitRunning(t, s.dep)
 	g.Eventually(func() []string { return s.podsRead(t) }, wait).Should(HaveEach(HavePrefix("app,")), "app read live")
 
+	// What watcher wrote on the template (db pinned, signed), for a
+	// Deployment of the same revision below.
+	signed := get(t, &appsv1.Deployment{ObjectMeta: s.dep.ObjectMeta}).Spec.Template.Annotations
+	g.Expect(signed).To(HaveKey(pin.SignatureAnnotation))
+
 	// The binding deleted: pinning off.
 	objs, err := installPinning()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -218,9 +223,11 @@ func TestPinnedRefusals(t *testing.T) {
 	g.Eventually(func() []string { return s.podsRead(t) }, wait).Should(HaveEach("app,db"))
 
 	// Pods of a pinned revision created while the policy does not run come
-	// up unpinned: watcher says so.
-	hand := fixture.Deployment(s.ns, "hand", fixture.EnvFrom("app", ""))
-	hand.Spec.Template.Annotations = map[string]string{pin.PinsAnnotation: "configmap/app=app-pin-00000000000000000000"}
+	// up unpinned: watcher says so. (A revision of pins watcher signed: it
+	// acts on no pins a tenant wrote.)
+	hand := fixture.Deployment(s.ns, "hand", fixture.EnvFrom("", "db"))
+	hand.Spec.Template.Annotations = map[string]string{
+		pin.PinsAnnotation: signed[pin.PinsAnnotation], pin.SignatureAnnotation: signed[pin.SignatureAnnotation]}
 	hand.Spec.Template.Labels[pin.PinnedLabel] = "true"
 	create(t, hand)
 	g.Eventually(func() []string { return eventNotesOn(t, s.ns, "hand", snapshot.ReasonPodsUnpinned) }, wait).Should(ContainElement(ContainSubstring("came up unpinned")))
