@@ -21,6 +21,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/optin"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/restart"
+	"github.com/watcher-dev/watcher/internal/verdict"
 	"github.com/watcher-dev/watcher/internal/workload"
 )
 
@@ -112,18 +113,27 @@ func (r *Reconciler) keepPending(ctx context.Context, key workload.Key, obj clie
 	return nil
 }
 
-// inRelease says that the restart of obj is carried by its own rollout:
-// its template is of the same change set as its changed sources
-// (hold.Guards.InRelease); its record is brought up to date.
-func (r *Reconciler) inRelease(ctx context.Context, obj client.Object) {
-	ctrl.LoggerFrom(ctx).Info("Not restarting: the workload's own template is of the same change set; its rollout carries the change")
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonChangeSetInRelease, "Record", "%s",
-		note.Truncate("Not restarting: the pod template is of change set "+strconv.Quote(optin.TemplateChangeSet(optin.Of(obj)))+", like its changed sources: its own rollout carries the change"))
+// inRelease says that the restart p of obj is carried by its own
+// rollout (the verdict's rule): its template is of the same change set as
+// its changed sources, or was written after them (a release without ids);
+// its record is brought up to date.
+func (r *Reconciler) inRelease(ctx context.Context, obj client.Object, rule string, p plan.Plan) {
+	why, reason := "the pod template is of change set "+strconv.Quote(optin.TemplateChangeSet(optin.Of(obj)))+", like its changed sources", ReasonChangeSetInRelease
+	if rule == verdict.RuleReleased {
+		var changed []string
+		for _, c := range p.Changes {
+			changed = append(changed, string(c.Ref.Kind)+" "+c.Ref.Name)
+		}
+		why, reason = "the pod template was written after "+strings.Join(changed, ", "), ReasonReleased
+	}
+	ctrl.LoggerFrom(ctx).Info("Not restarting: the workload's own rollout carries the change", "rule", rule)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Record", "%s", note.Truncate("Not restarting: "+why+": its own rollout carries the change"))
 }
 
 // Event reasons (those of restarts are package cause's).
 const (
 	ReasonChangeSetInRelease = "ChangeSetInRelease"
+	ReasonReleased           = "Released"
 	ReasonMissingKey         = "MissingKey"
 	ReasonWriteFailed        = "WriteFailed"
 )

@@ -100,17 +100,26 @@ func (l *evictionLoop) schedule(key workload.Key, d time.Duration) {
 // was past its timeout. Creations are not updates: the first list of a
 // new process or leader resumes nothing.
 func (r *Reconciler) touching(kind string, h handler.TypedEventHandler[client.Object, Request]) handler.TypedEventHandler[client.Object, Request] {
-	return touchHandler{TypedEventHandler: h, kind: kind, tracker: &r.evictions.Tracker}
+	return touchHandler{TypedEventHandler: h, kind: kind, tracker: &r.evictions.Tracker, releases: &r.releases}
 }
 
 type touchHandler struct {
 	handler.TypedEventHandler[client.Object, Request]
-	kind    string
-	tracker *evict.Tracker
+	kind     string
+	tracker  *evict.Tracker
+	releases *workload.Releases
 }
 
-// Update implements handler.TypedEventHandler.
+// Update implements handler.TypedEventHandler; the template changes are
+// told to releases (workload.Releases) before the workload is queued.
 func (t touchHandler) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[Request]) {
+	t.releases.Observe(e.ObjectOld, e.ObjectNew)
 	t.tracker.Touch(object.Ref{Kind: t.kind, Namespace: e.ObjectNew.GetNamespace(), Name: e.ObjectNew.GetName()})
 	t.TypedEventHandler.Update(ctx, e, q)
+}
+
+// Delete implements handler.TypedEventHandler.
+func (t touchHandler) Delete(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[Request]) {
+	t.releases.Forget(e.Object)
+	t.TypedEventHandler.Delete(ctx, e, q)
 }

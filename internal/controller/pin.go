@@ -38,6 +38,7 @@ type SnapshotView = snapshot.View
 func (r *Reconciler) verdictFacts(ctx context.Context, w *gathered) (verdict.Facts, error) {
 	_, evicts := w.strategy.(restart.Evict)
 	f := verdict.Gather(w.obj, w.in, w.applied.Pin, evicts)
+	f.Released = r.releases.Since(w.obj)
 	kind, _ := workload.ByName(w.key.Kind)
 	var err error
 	f.Pin, err = r.pinner.Facts(ctx, w.obj, kind, w.dry != nil, f.Pin)
@@ -55,8 +56,8 @@ func (r *Reconciler) afterDecision(ctx context.Context, w *gathered, p plan.Plan
 	}
 	out := verdict.Apply(f, p)
 	switch out.Rule {
-	case verdict.RuleInRelease:
-		r.inRelease(ctx, w.obj)
+	case verdict.RuleInRelease, verdict.RuleReleased:
+		r.inRelease(ctx, w.obj, out.Rule, p)
 	case verdict.RuleRolledBack:
 		kind, _ := workload.ByName(w.key.Kind)
 		if err := r.pinner.RolledBack(ctx, w.obj, kind, f); err != nil {

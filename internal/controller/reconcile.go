@@ -68,6 +68,9 @@ type Reconciler struct {
 	// looks evictLoop schedules.
 	evictions *evict.Progress
 	evictLoop evictionLoop
+	// releases are the template changes seen as written (a release's own
+	// rollout: verdict.Facts.Released).
+	releases workload.Releases
 	// producerWakes adds the workloads whose sources' producers made
 	// progress (producers.go).
 	producerWakes producerWakes

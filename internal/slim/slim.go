@@ -14,6 +14,8 @@
 //	                    containers (for the env restart strategy), as
 //	                    restart.ContainersAnnotation, and whether its pods
 //	                    roll only when deleted, as workload.OnDeleteAnnotation,
+//	                    a digest of its pod template when a change of it
+//	                    rolls every pod, as workload.TemplateAnnotation,
 //	                    and, while a rollout of a workload watcher restarted
 //	                    (it has guard.StateAnnotation) is not done,
 //	                    guard.RollingAnnotation
@@ -144,6 +146,9 @@ func Workload(log logr.Logger, keep ...string) toolscache.TransformFunc {
 		out.Annotations[workload.RefsAnnotation] = refs.Encode(uses)
 		if workload.Delegates(w) {
 			out.Annotations[workload.DelegatedAnnotation] = "true"
+		}
+		if t := workload.Template(w); t != "" {
+			out.Annotations[workload.TemplateAnnotation] = t
 		}
 		if why := workload.OnDelete(w); why != "" {
 			out.Annotations[workload.OnDeleteAnnotation] = why

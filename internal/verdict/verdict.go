@@ -17,6 +17,12 @@
 //	                 the template's change-set id, no source       template is repinned to
 //	                 another, the id not recorded yet (one         the content recorded
 //	                 release of config and image together)
+//	Released         a restart whose every changed source was last   a Refresh that records
+//	                 written before the write that made the         them (no rollout)
+//	                 template (watcher saw it made:
+//	                 Facts.Released), and that the template does
+//	                 not pin (a release without ids: kubectl apply
+//	                 -f dir/, helm upgrade, an Argo CD sync)
 //	RolledBack       the template pins another revision than the   nothing but the rollback
 //	                 one watcher wrote, every snapshot exists       recorded (RolledBack)
 //	Repin            the template lost its pins (a tool stripped   a restart to pin again,
@@ -67,6 +73,11 @@ type Facts struct {
 	Version  string
 	// Pin are its pin facts.
 	Pin Pinning
+	// Released is the resourceVersion of the write that made its pod
+	// template, when watcher saw that write made and a template change
+	// rolls every pod (workload.Releases.Since); "" when not known: the
+	// CLI never knows it, nor a watcher started since.
+	Released string
 }
 
 // Source is what the rules read of one ConfigMap or Secret a workload
@@ -122,6 +133,7 @@ type Pinning struct {
 const (
 	RuleChangeSetSeen  = "ChangeSetSeen"
 	RuleInRelease      = "InRelease"
+	RuleReleased       = "Released"
 	RuleRolledBack     = "RolledBack"
 	RuleRepin          = "Repin"
 	RuleLeftByRollback = "LeftByRollback"
@@ -164,6 +176,8 @@ func Apply(f Facts, p plan.Plan) Outcome {
 		out.Plan, out.Rule = seen, RuleChangeSetSeen
 	} else if InRelease(f, p) {
 		out.Plan.Action, out.Rule = plan.Refresh, RuleInRelease
+	} else if Released(f, p) {
+		out.Plan.Action, out.Rule = plan.Refresh, RuleReleased
 	}
 	if !f.Pin.On {
 		// Pinning is off: new pods read the live objects; a template
@@ -421,6 +435,36 @@ func InRelease(f Facts, p plan.Plan) bool {
 	}
 	for _, s := range f.Sources {
 		if s.ChangeSet != "" && s.ChangeSet != tmpl {
+			return false
+		}
+	}
+	return true
+}
+
+// Released reports whether the restart p is carried by the workload's
+// own rollout although no change-set id says so: every changed ConfigMap
+// and Secret exists, was last written before the write that made the pod
+// template (Facts.Released: resourceVersions compared), and is not pinned
+// by the template, so the pods that rollout makes read it as it is now.
+// A source written after the template, or at a version that cannot be
+// compared, restarts.
+func Released(f Facts, p plan.Plan) bool {
+	if p.Action != plan.Restart || len(p.Changes) == 0 || f.Released == "" {
+		return false
+	}
+	for _, c := range p.Changes {
+		src, ok := pin.SourceOf(string(c.Ref.Kind), c.Ref.Name)
+		if !ok {
+			return false
+		}
+		if _, pinned := f.Pin.Template[src]; pinned {
+			return false
+		}
+		s, ok := f.Sources[c.Ref.ID()]
+		if !ok || !s.Present {
+			return false
+		}
+		if n, err := resourceversion.CompareResourceVersion(s.Version, f.Released); err != nil || n >= 0 {
 			return false
 		}
 	}

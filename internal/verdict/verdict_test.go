@@ -116,6 +116,21 @@ func TestApply(t *testing.T) {
 			plan.Restart, "", true, nil, true, false},
 		{"evict, never pinned: evicts as usual", facts(func(f *Facts) { f.Pin.Evicts, f.Pin.Template = true, nil }), restartFor(cfgRef),
 			plan.Restart, "", false, nil, false, false},
+		{"a release without ids whose template was written after the change: recorded, no rollout", facts(func(f *Facts) {
+			f.Pin, f.Released = Pinning{On: true}, "9"
+		}), restartFor(cfgRef), plan.Refresh, RuleReleased, false, nil, false, false},
+		{"a source written after the template restarts", facts(func(f *Facts) { f.Pin, f.Released = Pinning{On: true}, "4" }),
+			restartFor(cfgRef), plan.Restart, "", false, nil, false, false},
+		{"written at the template's own version cannot be told: restarts", facts(func(f *Facts) { f.Pin, f.Released = Pinning{On: true}, "5" }),
+			restartFor(cfgRef), plan.Restart, "", false, nil, false, false},
+		{"a template change not seen made (a new process): restarts", facts(func(f *Facts) { f.Pin = Pinning{On: true} }),
+			restartFor(cfgRef), plan.Restart, "", false, nil, false, false},
+		{"a source the template pins: its rollout reads the old snapshot, restarts to pin", facts(func(f *Facts) { f.Released = "9" }),
+			restartFor(cfgRef), plan.Restart, "", true, []pin.Source{cfgSrc}, false, false},
+		{"a source gone restarts", facts(func(f *Facts) {
+			f.Pin, f.Released = Pinning{On: true}, "9"
+			f.Sources["ConfigMap/cfg"] = Source{Version: "5", PodSpec: true}
+		}), restartFor(cfgRef), plan.Restart, "", false, nil, false, false},
 		{"a release carries the change and repins the template", facts(func(f *Facts) {
 			f.Annotations = withTemplateID(map[string]string{optin.RecordedChangeSet: "7"}, "8")
 			s := f.Sources["ConfigMap/cfg"]

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/watcher-dev/watcher/internal/controller"
@@ -342,4 +343,51 @@ func secretPair(t *testing.T, ns string, annotations map[string]string, args ...
 	waitAdopted(t, dep)
 	waitRunning(t, dep)
 	return user, pass, userSecret, passSecret, dep
+}
+
+// TestReleaseWithoutIDs (issue 36): a release that sets no change-set id,
+// in `kubectl apply -f dir/` order (the ConfigMap, then the Deployment's
+// new image, at once), rolls the Deployment once: its own ReplicaSet,
+// none added by watcher, which says so (Released). Written the other way
+// round (the template first, the ConfigMap after it), or with only a
+// scale after the change, the pods could not read the new content:
+// watcher restarts. Every setting at its default but the harness's.
+func TestReleaseWithoutIDs(t *testing.T) {
+	ns := namespace(t)
+	cm := fixture.ConfigMap(ns, "app", map[string]string{"v": "1"})
+	create(t, cm)
+	dep := fixture.Deployment(ns, "app", fixture.EnvFrom("app", ""))
+	create(t, dep)
+	w := startWatcher(t, "watcher", ns, "--coalesce=1s")
+	w.WaitReady(t)
+	waitAdopted(t, dep)
+	waitRunning(t, dep)
+	g := NewWithT(t)
+	g.Expect(replicaSets(t, dep)).To(Equal(1))
+
+	// The configuration, then the workload.
+	setData(t, cm, "v", "2")
+	setImage(t, dep, "app:2")
+	g.Eventually(func() string { return eventNote(t, ns, "Deployment", controller.ReasonReleased) }, wait).
+		Should(ContainSubstring("the pod template was written after ConfigMap app"))
+	g.Consistently(func() int { return replicaSets(t, dep) }, 4*time.Second, 200*time.Millisecond).Should(Equal(2), "watcher added a rollout to the release's")
+	waitRunning(t, dep)
+
+	// The workload, then the configuration: its pods may have started
+	// before the change.
+	setImage(t, dep, "app:3")
+	setData(t, cm, "v", "3")
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(4), "the image's and watcher's")
+	waitRunning(t, dep)
+	g.Consistently(func() int { return replicaSets(t, dep) }, 3*time.Second, 200*time.Millisecond).Should(Equal(4))
+
+	// A scale is no release.
+	setData(t, cm, "v", "4")
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, &appsv1.Deployment{ObjectMeta: dep.ObjectMeta})
+		d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1)
+		return k8s.Update(ctx, d)
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() int { return replicaSets(t, dep) }, wait, 200*time.Millisecond).Should(Equal(5), "restarted")
 }
