@@ -98,7 +98,8 @@ func TestWorkloadKeepsReferencesOnly(t *testing.T) {
 			want := &metav1.PartialObjectMetadata{
 				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind.Name()},
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
-					Annotations: map[string]string{slim.LabelsAnnotation: slim.EncodeLabels(map[string]string{"app": "web"}), "keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs), restart.ContainersAnnotation: "app;init,sidecar"}},
+					Annotations: map[string]string{slim.LabelsAnnotation: slim.EncodeLabels(map[string]string{"app": "web"}), "keep": "1", workload.RefsAnnotation: refs.Encode(wantRefs), restart.ContainersAnnotation: "app;init,sidecar",
+						workload.TemplateAnnotation: workload.Template(obj)}},
 			}
 			if diff := cmp.Diff(want, out); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
