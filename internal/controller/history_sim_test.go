@@ -79,6 +79,19 @@ func (s *simRun) names() []string {
 	return out
 }
 
+// changedUnder ends the rollout undo of d when the change of c rolls it
+// forward: c counts for d, or d's undone template pins c (a pinned source
+// that floats now and changed is unpinned by a restart). An opted-out
+// source the undone template does not pin leaves d on its undo.
+func (s *simRun) changedUnder(d *simDep, c string) {
+	if d.undone == nil {
+		return
+	}
+	if !s.optOut[c] || pin.Parse(*d.undone)[pin.Source{Kind: pin.ConfigMap, Name: c}] != "" {
+		d.undone = nil
+	}
+}
+
 func (s *simRun) readers(cm string) []*simDep {
 	var out []*simDep
 	for _, d := range s.deps {
@@ -184,7 +197,7 @@ func (s *simRun) run() {
 		w.logf("%d: hand edit %s = %s", s.step, c, v)
 		for _, d := range s.readers(c) {
 			d.allowance++
-			d.undone = nil
+			s.changedUnder(d, c)
 			if !s.optOut[c] && !d.evict {
 				exp = append(exp, expect{d: d, restart: true, before: s.restartID(d)})
 			}
@@ -226,7 +239,7 @@ func (s *simRun) run() {
 		for _, c := range dataChanged {
 			for _, o := range s.readers(c) {
 				o.allowance++
-				o.undone = nil
+				s.changedUnder(o, c)
 			}
 		}
 		if !d.evict {
@@ -368,12 +381,6 @@ func (s *simRun) check() {
 			continue
 		}
 		for _, c := range d.reads {
-			if s.optOut[c] {
-				// Open case: a source opted out while a revision pinning it
-				// is rolled back to stays on that revision's snapshot until
-				// the workload restarts (seeds 641543, 120092).
-				continue
-			}
 			live := w.getCM(c)
 			read := live
 			if name, ok := pins[pin.Source{Kind: pin.ConfigMap, Name: c}]; ok {

@@ -262,8 +262,9 @@ func unpin(f Facts, out *Outcome) {
 // stale says which sources the template pins at a content that is not
 // the live one although the plan p has no change of them (a release whose
 // tool kept watcher's pins while pinning was off, an older template
-// re-applied): not a rollback (pin.RolledBackFrom names what a rollback
-// left); "" when none.
+// re-applied, a source that floats now changed while pinning was off):
+// not a rollback (pin.RolledBackFrom names what a rollback left); "" when
+// none.
 func stale(f Facts, p plan.Plan) string {
 	changed := map[string]bool{}
 	for _, c := range append(slices.Clone(p.Changes), p.Ignored...) {
@@ -272,7 +273,7 @@ func stale(f Facts, p plan.Plan) string {
 	var out []string
 	for _, src := range pin.Sorted(f.Pin.Template) {
 		s, ok := f.Sources[src.ID()]
-		if !ok || changed[src.ID()] || s.Snapshot == "" || floats(s) {
+		if !ok || changed[src.ID()] || s.Snapshot == "" {
 			continue
 		}
 		if name := f.Pin.Template[src]; name != s.Snapshot && f.Pin.From[src] != s.Snapshot {

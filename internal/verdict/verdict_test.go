@@ -108,6 +108,11 @@ func TestApply(t *testing.T) {
 			s.Floats = "opted out"
 			f.Sources["ConfigMap/cfg"] = s
 		}), plan.Plan{Action: plan.Refresh, Record: rec, Ignored: []plan.Change{{Ref: cfgRef}}}, plan.Restart, RuleRepin, true, nil, false, false},
+		{"a source that floats now, pinned at an older content, no change (it changed while pinning was off): its pin removed", facts(func(f *Facts) {
+			s := f.Sources["ConfigMap/cfg"]
+			s.Floats = "opted out"
+			f.Sources["ConfigMap/cfg"] = s
+		}), plan.Plan{}, plan.Restart, RuleRepin, true, nil, false, false},
 		{"a snapshot and a reload-list source are never pinned", facts(func(f *Facts) {
 			f.Sources["ConfigMap/cfg-pin-1"] = Source{Present: true, IsSnapshot: true, PodSpec: true}
 			f.Sources["ConfigMap/listed"] = Source{Present: true}
