@@ -186,11 +186,6 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	if cfg.Hasher != nil {
 		sign = cfg.Hasher.MAC
 	}
-	// A restart by eviction marked done on the workload is not restored
-	// as failed when watcher starts (evict.IsDone).
-	cfg.Guards.EvictDone = func(o client.Object, at time.Time) bool {
-		return evict.IsDone(o.GetAnnotations(), at, string(o.GetUID()), sign)
-	}
 	r.guards = hold.New(cfg.Guards, st, r.Recorder)
 	r.evictions = &evict.Progress{Client: c, Fresh: fresh, Recorder: rec, Sign: sign, StateKey: guard.StateAnnotation,
 		Now: cfg.Guards.Now, Rollouts: r.guards}

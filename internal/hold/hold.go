@@ -19,6 +19,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -28,10 +30,10 @@ import (
 	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
+	"github.com/watcher-dev/watcher/internal/packed"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/refs"
-	"github.com/watcher-dev/watcher/internal/store"
 	"github.com/watcher-dev/watcher/internal/verdict"
 )
 
@@ -79,11 +81,6 @@ type Config struct {
 	Sign guard.Signer
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
-	// EvictDone reports whether the cluster says that the restart by
-	// eviction of obj (as the store holds it) made at at is done (the
-	// mark package evict leaves on the workload); nil: never. restore
-	// then tracks nothing for it.
-	EvictDone func(obj client.Object, at time.Time) bool
 	// Known reports whether every optional kind of workload the API
 	// server serves was looked up (its informers then run in the store),
 	// so that restore waits for them; nil: at once.
@@ -108,7 +105,7 @@ const (
 // end. A nil *Guards admits everything.
 type Guards struct {
 	cfg      Config
-	store    *store.Store
+	store    Workloads
 	recorder recorder.EventRecorder
 	notifier guard.Notifier
 	now      func() time.Time
@@ -156,9 +153,21 @@ type hold struct {
 	setSince time.Time
 }
 
-// New returns the guards of cfg, reading ConfigMaps and Secrets from st and
-// sending Events through rec.
-func New(cfg Config, st *store.Store, rec recorder.EventRecorder) *Guards {
+// Workloads is what the guards read of the workloads, from the
+// controller's store (store.Store): at start, once a kind's informers
+// have synced, the workloads of that kind, to restore the guards' state
+// kept on them (restore.go); and a workload to say an Event on. What a
+// decision needs is handed to Admit (Facts): no ConfigMap or Secret is
+// read here.
+type Workloads interface {
+	Informers(kind string) []toolscache.SharedIndexInformer
+	Workloads(kind, namespace string) ([]*packed.Object, error)
+	Get(kind, namespace, name string) (*metav1.PartialObjectMetadata, error)
+}
+
+// New returns the guards of cfg, reading the workloads from st (nil: no
+// restore, no Events on workloads) and saying Events on rec.
+func New(cfg Config, st Workloads, rec recorder.EventRecorder) *Guards {
 	g := &Guards{cfg: cfg, store: st, recorder: rec, notifier: cfg.Notifier, now: cfg.Now,
 		budget:    guard.NewBudget(cfg.Budget, cfg.BudgetWindow),
 		producing: guard.Producing{Timeout: cfg.ProducerTimeout, OnTimeoutHold: cfg.ProducerTimeoutHold},

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/workload"
@@ -30,7 +31,7 @@ import (
 //	                         lists its pods, says it is done (Evicting): its
 //	                         rollout shows neither in its status nor in its
 //	                         generation; nothing if the workload is marked
-//	                         done for that restart (Config.EvictDone)
+//	                         done for that restart (evict.IsDone)
 //	of an optional kind      restored when its informers have synced, if
 //	  (Argo Rollout)         it is served later (restored again if its
 //	                         API goes and comes back)
@@ -127,7 +128,7 @@ func (g *Guards) restoreKind(ctx context.Context, kind string) {
 			// A restart by eviction (the state says so): unless marked
 			// done, not known to be done until its pods are listed: in
 			// progress, or failed if older than the timeout.
-			if g.cfg.EvictDone == nil || !g.cfg.EvictDone(meta, st.At) {
+			if g.cfg.Sign == nil || !evict.IsDone(meta.GetAnnotations(), st.At, string(meta.GetUID()), evict.Signer(g.cfg.Sign)) {
 				g.rollouts.SeenEvicting(key, st, true, g.now())
 			}
 		} else {

@@ -17,8 +17,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/object"
@@ -105,18 +105,18 @@ func TestRestoreEveryStrategy(t *testing.T) {
 				Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
 				Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 0},
 			}
+			if tc.done { // the mark the controller leaves on x
+				x.Annotations[evict.DoneAnnotation] = evict.DoneMark(rc.now.Add(-tc.ago), "ux", rc.h.MAC)
+			}
 			st, err := store.New(kubefake.NewClientset(x, rc.cm), store.Options{Hasher: rc.h,
-				WorkloadAnnotations: []string{restart.StrategyAnnotation, guard.StateAnnotation}})
+				WorkloadAnnotations: []string{restart.StrategyAnnotation, guard.StateAnnotation, evict.DoneAnnotation}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			startStore(t, ctx, st)
 			now := rc.now
 			g := New(Config{MaxConcurrent: 10, RolloutTimeout: 10 * time.Minute, HoldOnFailure: true, Sign: rc.h.MAC,
-				Now: func() time.Time { return now },
-				EvictDone: func(obj client.Object, at time.Time) bool {
-					return tc.done && obj.GetName() == "x" && at.Equal(now.Add(-tc.ago).Truncate(time.Second))
-				}}, st, events.NewFakeRecorder(100))
+				Now: func() time.Time { return now }}, st, events.NewFakeRecorder(100))
 			if ok := admitY(ctx, g); ok == tc.heldY {
 				t.Fatalf("restart of y admitted: %v, want %v", ok, !tc.heldY)
 			}
