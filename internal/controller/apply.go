@@ -65,7 +65,7 @@ func (r *Reconciler) apply(ctx context.Context, w *gathered, obj client.Object, 
 		r.guards.Done(ctx, key, obj, req, err)
 	}
 	if err != nil {
-		if p.Action == plan.Restart {
+		if p.Action == plan.Restart && !apierrors.IsConflict(err) { // a conflict is decided again (walk)
 			metrics.Restart(key.Kind, key.Namespace, metrics.RestartFailed)
 		}
 		return err

@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -16,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/watcher-dev/watcher/internal/hash"
+	"github.com/watcher-dev/watcher/internal/metrics"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/settings"
 	"github.com/watcher-dev/watcher/internal/store"
@@ -28,6 +32,9 @@ import (
 type verifyCase struct {
 	recorded, stored, server string
 	recordedAt               string // "": no version recorded
+	// conflicts is how many patches of the workload the API server
+	// refuses with a conflict first.
+	conflicts int
 }
 
 // setUp starts a store and a reconciler for c; gets counts the reads of
@@ -61,7 +68,15 @@ func (c verifyCase) setUp(t *testing.T, ctx context.Context) (r *Reconciler, st 
 		t.Fatal("store did not sync")
 	}
 	gets = &atomic.Int32{}
+	conflicts := c.conflicts
 	apiServer = interceptor.NewClient(fake.NewClientBuilder().WithObjects(dep.DeepCopy(), cm(c.server)).Build(), interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "web" && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(appsv1.Resource("deployments"), obj.GetName(), errors.New("the object has been modified"))
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*corev1.ConfigMap); ok {
 				gets.Add(1)
@@ -115,6 +130,26 @@ func TestVerifyNotNeeded(t *testing.T) {
 	}
 	if v := plan.ParseVersion(got.Annotations[plan.VersionAnnotation], out.Record); v != "5" {
 		t.Errorf("version recorded %q (annotation %q), want the store's 5", v, got.Annotations[plan.VersionAnnotation])
+	}
+}
+
+// TestConflictIsNoFailedReload: a restart patch refused with a conflict
+// is decided again and made; Reloader's reloader_reload_executed_total
+// counts one success and no failure (a conflict is no failed reload).
+func TestConflictIsNoFailedReload(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, _, _, _ := verifyCase{recorded: "v1", stored: "v2", server: "v2", recordedAt: "3", conflicts: 1}.setUp(t, ctx)
+	ok, failed := testutil.ToFloat64(metrics.ReloadExecuted.WithLabelValues("true")), testutil.ToFloat64(metrics.ReloadExecuted.WithLabelValues("false"))
+	out, err := r.reconcileWorkload(ctx, workload.Key{Kind: "Deployment", Namespace: "ns", Name: "web"})
+	if err != nil || out.Action != plan.Restart {
+		t.Fatalf("plan %v, error %v: want a restart", out.Action, err)
+	}
+	if d := testutil.ToFloat64(metrics.ReloadExecuted.WithLabelValues("false")) - failed; d != 0 {
+		t.Errorf("failed reloads counted: %v, want none", d)
+	}
+	if d := testutil.ToFloat64(metrics.ReloadExecuted.WithLabelValues("true")) - ok; d != 1 {
+		t.Errorf("reloads counted: %v, want 1", d)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 //	the restart of one workload           reloader_reload_executed_total   ..._by_namespace
 //	patch made (watcher_restarts_total)   {success="true"} +1              {success="true",namespace} +1
 //	patch made on an OnDelete workload    {success="true"} +1              {success="true",namespace} +1
-//	patch failed (a conflict included)    {success="false"} +1             {success="false",namespace} +1
+//	patch failed (not a conflict)         {success="false"} +1             {success="false",namespace} +1
 //	dry run (--dry-run, or Reloader's     nothing                          nothing
 //	--webhook-url: a POST, no restart)
 //
@@ -25,7 +25,10 @@ import (
 // and counts it; watcher counts it in watcher_skipped_changes_total, not
 // in watcher_restarts_total, since no pod is replaced. Reloader counts
 // every failed update, a conflict it then retries included, once per
-// attempt. The by-namespace series exist only once CountByNamespace was
+// attempt; watcher does not count a conflict: it reads the workload again
+// and decides again, often that the restart is made already (another
+// replica, the same change seen through the workload), and an alert on
+// failed reloads would fire for nothing. The by-namespace series exist only once CountByNamespace was
 // called (Reloader's METRICS_COUNT_BY_NAMESPACE=enabled): one series per
 // namespace, which Reloader warns may be many.
 var (
