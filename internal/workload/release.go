@@ -142,6 +142,15 @@ func (r *Releases) Forget(obj client.Object) {
 	delete(r.m, obj.GetUID())
 }
 
+// Settled reports whether every pod of obj runs its current template, as
+// its status says (its controller observed its generation and counts no
+// pod of another template); false for a workload Template knows nothing
+// of.
+func Settled(obj client.Object) bool {
+	t := Template(obj)
+	return t != "" && strings.TrimRight(t, unobserved+rolling) == t
+}
+
 // Since returns the resourceVersion of the write that made obj's current
 // pod template, seen as it was made; "" when not known (or obj's spec
 // changed since, or its template change no longer rolls every pod).
