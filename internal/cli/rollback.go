@@ -192,8 +192,9 @@ func rollbackPatch(resourceVersion string, pins pin.Pins, mac string) ([]byte, e
 // restart that reuses a snapshot does, before its template pins them:
 // until the revision the rollback makes owns them (snapshot.Owners), the
 // revision that pinned them may be deleted (revisionHistoryLimit) and
-// Kubernetes' garbage collector would take them with it.
-func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj client.Object, pins pin.Pins) error {
+// Kubernetes' garbage collector would take them with it. opts are a dry
+// run's: the API server checks the patches (the right to make them).
+func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj client.Object, pins pin.Pins, opts ...client.PatchOption) error {
 	ref := metav1.OwnerReference{APIVersion: kind.APIVersion(), Kind: kind.Name(), Name: obj.GetName(), UID: obj.GetUID()}
 	for _, src := range pin.Sorted(pins) {
 		snap := snapshotMeta(src) // its owners only: a Secret's values are not the rollback's
@@ -206,7 +207,7 @@ func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj clie
 			if !changed {
 				return nil
 			}
-			return snapshot.PatchOwners(ctx, r.c, snap, owners)
+			return snapshot.PatchOwners(ctx, r.c, snap, owners, opts...)
 		})
 		if err != nil {
 			return fmt.Errorf("keep snapshot %s %s (the rollback makes %s an owner of the snapshots it pins, "+
@@ -268,7 +269,8 @@ func (r *reader) rollbackOnce(ctx context.Context, arg string, n int64, dryRun b
 	var opts []client.PatchOption
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
-	} else if err := r.keepSnapshots(ctx, kind, obj, pins); err != nil {
+	}
+	if err := r.keepSnapshots(ctx, kind, obj, pins, opts...); err != nil {
 		return "", err
 	}
 	if err := r.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {

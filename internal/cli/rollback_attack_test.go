@@ -48,3 +48,39 @@ func TestAttackKeepSnapshotsReadsNoValue(t *testing.T) {
 		t.Errorf("owners %+v: want the ReplicaSet's and the Deployment's", got.OwnerReferences)
 	}
 }
+
+// TestAttackRollbackDryRunChecksSnapshots: --dry-run says the API server
+// checked the rollback; it skipped the snapshots' owners altogether, so
+// that a dry run succeeded for someone who may not patch Secrets, whose
+// rollback then failed. A dry run sends those patches as dry runs too,
+// and changes nothing.
+func TestAttackRollbackDryRunChecksSnapshots(t *testing.T) {
+	snap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-pin-1",
+		Labels: map[string]string{pin.SnapshotLabel: "true"}}}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "dep-1"}}
+	pins := pin.Pins{{Kind: pin.Secret, Name: "db"}: "db-pin-1"}
+	var dryRuns int
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(snap).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			po := &client.PatchOptions{}
+			po.ApplyOptions(opts)
+			if len(po.DryRun) > 0 {
+				dryRuns++
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	if err := (&reader{c: c}).keepSnapshots(context.Background(), workload.Deployment, dep, pins, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	if dryRuns != 1 {
+		t.Errorf("%d dry-run patches, want 1", dryRuns)
+	}
+	got := &metav1.PartialObjectMetadata{}
+	got.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(snap), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 0 {
+		t.Errorf("owners %+v after a dry run: want none", got.OwnerReferences)
+	}
+}
