@@ -192,11 +192,12 @@ func rollbackPatch(resourceVersion string, pins pin.Pins, mac string) ([]byte, e
 // restart that reuses a snapshot does, before its template pins them:
 // until the revision the rollback makes owns them (snapshot.Owners), the
 // revision that pinned them may be deleted (revisionHistoryLimit) and
-// Kubernetes' garbage collector would take them with it.
-func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj client.Object, pins pin.Pins) error {
+// Kubernetes' garbage collector would take them with it. opts are a dry
+// run's: the API server checks the patches (the right to make them).
+func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj client.Object, pins pin.Pins, opts ...client.PatchOption) error {
 	ref := metav1.OwnerReference{APIVersion: kind.APIVersion(), Kind: kind.Name(), Name: obj.GetName(), UID: obj.GetUID()}
 	for _, src := range pin.Sorted(pins) {
-		snap := object(src.Kind)
+		snap := snapshotMeta(src) // its owners only: a Secret's values are not the rollback's
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: pins[src]}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := r.c.Get(ctx, key, snap); err != nil {
@@ -206,7 +207,7 @@ func (r *reader) keepSnapshots(ctx context.Context, kind workload.Kind, obj clie
 			if !changed {
 				return nil
 			}
-			return snapshot.PatchOwners(ctx, r.c, snap, owners)
+			return snapshot.PatchOwners(ctx, r.c, snap, owners, opts...)
 		})
 		if err != nil {
 			return fmt.Errorf("keep snapshot %s %s (the rollback makes %s an owner of the snapshots it pins, "+
@@ -268,7 +269,8 @@ func (r *reader) rollbackOnce(ctx context.Context, arg string, n int64, dryRun b
 	var opts []client.PatchOption
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
-	} else if err := r.keepSnapshots(ctx, kind, obj, pins); err != nil {
+	}
+	if err := r.keepSnapshots(ctx, kind, obj, pins, opts...); err != nil {
 		return "", err
 	}
 	if err := r.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
@@ -306,12 +308,7 @@ func rollbackText(id string, n int64, pins pin.Pins, imgs []string, dryRun bool,
 // snapshotGone tells whether the snapshot name of src is not there; only
 // its metadata is read.
 func (r *reader) snapshotGone(ctx context.Context, ns string, src pin.Source, name string) (bool, error) {
-	kind := "ConfigMap"
-	if src.Kind == pin.Secret {
-		kind = "Secret"
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	obj := snapshotMeta(src)
 	err := r.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -321,6 +318,17 @@ func (r *reader) snapshotGone(ctx context.Context, ns string, src pin.Source, na
 	}
 	// Something else of that name is no snapshot of src: as gone.
 	return obj.GetLabels()[pin.SnapshotLabel] != "true" || obj.GetAnnotations()[pin.SnapshotOf] != src.String(), nil
+}
+
+// snapshotMeta is the metadata of a snapshot of src, to read into.
+func snapshotMeta(src pin.Source) *metav1.PartialObjectMetadata {
+	kind := "ConfigMap"
+	if src.Kind == pin.Secret {
+		kind = "Secret"
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	return obj
 }
 
 // The annotations holding the revision number of a ReplicaSet.

@@ -38,7 +38,7 @@ type SnapshotView = snapshot.View
 func (r *Reconciler) verdictFacts(ctx context.Context, w *gathered) (verdict.Facts, error) {
 	_, evicts := w.strategy.(restart.Evict)
 	f := verdict.Gather(w.obj, w.in, w.applied.Pin, evicts)
-	f.Released = r.releases.Since(w.obj)
+	f.Released, f.Rolling = r.releases.Since(w.obj), !workload.Settled(w.obj)
 	kind, _ := workload.ByName(w.key.Kind)
 	var err error
 	f.Pin, err = r.pinner.Facts(ctx, w.obj, kind, w.dry != nil, f.Pin)
@@ -69,6 +69,8 @@ func (r *Reconciler) afterDecision(ctx context.Context, w *gathered, p plan.Plan
 			r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, ReasonPinsStripped, "Pin", "%s",
 				note.Truncate(out.Why+"; restarting once to pin its config again"))
 		}
+	case verdict.RuleReleasing:
+		ctrl.LoggerFrom(ctx).Info("Not restarting yet: the workload's own rollout carries the change; recorded once it is done, restarted if its template changes before")
 	case verdict.RuleLeftByRollback:
 		ctrl.LoggerFrom(ctx).Info("Not restarting: the changes are the contents a rollback left; a new content, or removing the annotation, rolls forward",
 			"annotation", pin.RolledBackFrom)

@@ -312,14 +312,15 @@ func (m *Maker) sumOf(snap client.Object, ns string, src pin.Source) string {
 }
 
 // PatchOwners sets the owners of obj, on the condition that obj is still
-// at the version read: the one change watcher makes to a snapshot.
-func PatchOwners(ctx context.Context, c client.Client, obj client.Object, owners []metav1.OwnerReference) error {
+// at the version read: the one change watcher makes to a snapshot (opts:
+// a dry run's).
+func PatchOwners(ctx context.Context, c client.Client, obj client.Object, owners []metav1.OwnerReference, opts ...client.PatchOption) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": obj.GetResourceVersion(), "ownerReferences": owners}})
 	if err != nil {
 		return err
 	}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
 }
 
 // fits reports whether a new snapshot of n bytes fits in ns's budget.

@@ -18,11 +18,12 @@
 //	                 another, the id not recorded yet (one         the content recorded
 //	                 release of config and image together)
 //	Released         a restart whose every changed source was last   a Refresh that records
-//	                 written before the write that made the         them (no rollout)
-//	                 template (watcher saw it made:
-//	                 Facts.Released), and that the template does
-//	                 not pin (a release without ids: kubectl apply
-//	                 -f dir/, helm upgrade, an Argo CD sync)
+//	                 written before the write that made the         them (no rollout), once
+//	                 template (watcher saw it made:                 that rollout is done;
+//	                 Facts.Released), and that the template does    until then nothing
+//	                 not pin (a release without ids: kubectl apply  (Releasing, stale): an
+//	                 -f dir/, helm upgrade, an Argo CD sync)        undo meanwhile keeps
+//	                                                                the pods from before
 //	RolledBack       the template pins another revision than the   nothing but the rollback
 //	                 one watcher wrote, every snapshot exists       recorded (RolledBack)
 //	Repin            the template lost its pins (a tool stripped   a restart to pin again,
@@ -78,6 +79,12 @@ type Facts struct {
 	// rolls every pod (workload.Releases.Since); "" when not known: the
 	// CLI never knows it, nor a watcher started since.
 	Released string
+	// Rolling: the workload's rollout is not done (its controller has not
+	// observed its generation, or pods of another template run:
+	// workload.Settled false). A release's change is recorded only once
+	// it is done: an undo before (kubectl rollout undo) goes back to a
+	// ReplicaSet whose pods predate the change, and keeps them.
+	Rolling bool
 }
 
 // Source is what the rules read of one ConfigMap or Secret a workload
@@ -134,6 +141,7 @@ const (
 	RuleChangeSetSeen  = "ChangeSetSeen"
 	RuleInRelease      = "InRelease"
 	RuleReleased       = "Released"
+	RuleReleasing      = "Releasing"
 	RuleRolledBack     = "RolledBack"
 	RuleRepin          = "Repin"
 	RuleLeftByRollback = "LeftByRollback"
@@ -176,6 +184,11 @@ func Apply(f Facts, p plan.Plan) Outcome {
 		out.Plan, out.Rule = seen, RuleChangeSetSeen
 	} else if InRelease(f, p) {
 		out.Plan.Action, out.Rule = plan.Refresh, RuleInRelease
+	} else if Released(f, p) && f.Rolling {
+		// Not recorded yet: decided again when the rollout is done (its
+		// status changes the stored workload), restarted if its
+		// template changes before.
+		out.Plan, out.Rule, out.Stale = plan.Plan{Action: plan.None}, RuleReleasing, due
 	} else if Released(f, p) {
 		out.Plan.Action, out.Rule = plan.Refresh, RuleReleased
 	}

@@ -124,6 +124,9 @@ func TestApply(t *testing.T) {
 		{"a release without ids whose template was written after the change: recorded, no rollout", facts(func(f *Facts) {
 			f.Pin, f.Released = Pinning{On: true}, "9"
 		}), restartFor(cfgRef), plan.Refresh, RuleReleased, false, nil, false, false},
+		{"a release without ids whose rollout is not done: nothing yet, stale", facts(func(f *Facts) {
+			f.Pin, f.Released, f.Rolling = Pinning{On: true}, "9", true
+		}), restartFor(cfgRef), plan.None, RuleReleasing, false, nil, false, true},
 		{"a source written after the template restarts", facts(func(f *Facts) { f.Pin, f.Released = Pinning{On: true}, "4" }),
 			restartFor(cfgRef), plan.Restart, "", false, nil, false, false},
 		{"written at the template's own version cannot be told: restarts", facts(func(f *Facts) { f.Pin, f.Released = Pinning{On: true}, "5" }),

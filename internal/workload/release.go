@@ -22,12 +22,19 @@ const TemplateAnnotation = "watcher.dev/cached/template"
 // unobserved ends a Template value while the workload's controller has
 // not observed its generation (status.observedGeneration is below
 // metadata.generation): the object is as the write that changed its spec
-// left it, so its resourceVersion is that write's.
-const unobserved = "+"
+// left it, so its resourceVersion is that write's. rolling ends it once
+// observed, while pods of another template may still run (its rollout is
+// not done): a template change written then may return to one of theirs
+// (kubectl rollout undo), whose pods the controller keeps.
+const (
+	unobserved = "+"
+	rolling    = "~"
+)
 
 // Template returns a digest of obj's pod template when a change of it
 // rolls every pod, followed by "+" while its controller has not observed
-// its generation; "" for any other workload:
+// its generation, else by "~" while its status counts pods of another
+// template; "" for any other workload:
 //
 //	workload                                           rolls every pod
 //	Deployment, not paused                             yes
@@ -42,12 +49,13 @@ func Template(obj client.Object) string {
 		return v
 	}
 	var observed int64
+	var others bool // pods of another template run
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		if o.Spec.Paused {
 			return ""
 		}
-		observed = o.Status.ObservedGeneration
+		observed, others = o.Status.ObservedGeneration, o.Status.UpdatedReplicas != o.Status.Replicas
 	case *appsv1.StatefulSet:
 		s := o.Spec.UpdateStrategy
 		if s.Type == appsv1.OnDeleteStatefulSetStrategyType ||
@@ -55,11 +63,12 @@ func Template(obj client.Object) string {
 			return ""
 		}
 		observed = o.Status.ObservedGeneration
+		others = o.Status.UpdatedReplicas != o.Status.Replicas || o.Status.CurrentRevision != o.Status.UpdateRevision
 	case *appsv1.DaemonSet:
 		if o.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 			return ""
 		}
-		observed = o.Status.ObservedGeneration
+		observed, others = o.Status.ObservedGeneration, o.Status.UpdatedNumberScheduled != o.Status.CurrentNumberScheduled
 	default:
 		return ""
 	}
@@ -75,19 +84,26 @@ func Template(obj client.Object) string {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	out := strconv.FormatUint(h.Sum64(), 36)
-	if observed < obj.GetGeneration() {
+	switch {
+	case observed < obj.GetGeneration():
 		out += unobserved
+	case others:
+		out += rolling
 	}
 	return out
 }
 
 // Releases remembers, per workload, the resourceVersion of the write that
 // last changed its pod template, when watcher saw that write as it was
-// made: the workload's own rollout began after it, so its new pods read
-// every ConfigMap and Secret as written at or after that version. A
-// template change seen otherwise (after a re-list, two spec changes at
-// once, a workload that does not roll every pod) forgets it: unknown,
-// never guessed. It is memory only: a new process knows none.
+// made and every pod ran the template before it (the controller had
+// observed it, and its rollout was done): the workload's own rollout
+// began after it, and no pod of the new template existed before it (a
+// rollout undone half-way goes back to a ReplicaSet that still has pods),
+// so its pods read every ConfigMap and Secret as written at or after that
+// version. A template change seen otherwise (after a re-list, two spec
+// changes at once, a workload that does not roll every pod, one whose
+// rollout was in progress) forgets it: unknown, never guessed. It is
+// memory only: a new process knows none.
 type Releases struct {
 	mu sync.Mutex
 	m  map[types.UID]release
@@ -102,13 +118,14 @@ type release struct {
 // Observe takes the update of a stored workload from old to cur.
 func (r *Releases) Observe(old, cur client.Object) {
 	o, n := Template(old), Template(cur)
-	od, nd := strings.TrimSuffix(o, unobserved), strings.TrimSuffix(n, unobserved)
+	od, nd := strings.TrimRight(o, unobserved+rolling), strings.TrimRight(n, unobserved+rolling)
 	if od == nd {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if od != "" && nd != "" && strings.HasSuffix(n, unobserved) && cur.GetGeneration() == old.GetGeneration()+1 {
+	settled := od != "" && od == o // every pod ran old's template
+	if settled && nd != "" && strings.HasSuffix(n, unobserved) && cur.GetGeneration() == old.GetGeneration()+1 {
 		if r.m == nil {
 			r.m = map[types.UID]release{}
 		}
@@ -123,6 +140,15 @@ func (r *Releases) Forget(obj client.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, obj.GetUID())
+}
+
+// Settled reports whether every pod of obj runs its current template, as
+// its status says (its controller observed its generation and counts no
+// pod of another template); false for a workload Template knows nothing
+// of.
+func Settled(obj client.Object) bool {
+	t := Template(obj)
+	return t != "" && strings.TrimRight(t, unobserved+rolling) == t
 }
 
 // Since returns the resourceVersion of the write that made obj's current

@@ -70,6 +70,8 @@ func TestReleases(t *testing.T) {
 		{"two spec changes at once: unknown", dep(1, 1, "10", "a"), dep(3, 1, "30", "b"), ""},
 		{"a scale is no template change", dep(1, 1, "10", "a"), dep(2, 1, "20", "a"), ""},
 		{"paused: its pods do not roll", dep(1, 1, "10", "a"), dep(2, 1, "20", "b", func(d *appsv1.Deployment) { d.Spec.Paused = true }), ""},
+		{"written while the rollout before it was in progress: unknown", dep(1, 1, "10", "a", func(d *appsv1.Deployment) { d.Status.Replicas, d.Status.UpdatedReplicas = 2, 1 }),
+			dep(2, 1, "20", "b", func(d *appsv1.Deployment) { d.Status.Replicas, d.Status.UpdatedReplicas = 2, 1 }), ""},
 		{"unpaused with a new template: unknown", dep(1, 1, "10", "a", func(d *appsv1.Deployment) { d.Spec.Paused = true }), dep(2, 1, "20", "b"), ""},
 	}
 	for _, tt := range tests {
@@ -98,5 +100,26 @@ func TestReleases(t *testing.T) {
 	r.Forget(stored(dep(4, 3, "50", "d")))
 	if got := r.Since(stored(dep(4, 3, "50", "d"))); got != "" {
 		t.Errorf("forgotten: %q", got)
+	}
+}
+
+// TestAttackReleasesUndo: a template that returns to one the workload had
+// before (kubectl rollout undo while the release's rollout is in
+// progress, or a re-applied older manifest) is no new template: the
+// deployment controller scales its ReplicaSet back up, keeping the pods
+// it still has, which were started before the undo was written (and
+// before any ConfigMap written since they started). Since must not say
+// that the undo made the template, or rule Released skips the restart of
+// a change written between the release and the undo, which those pods
+// never read.
+func TestAttackReleasesUndo(t *testing.T) {
+	var r workload.Releases
+	r.Observe(stored(dep(1, 1, "10", "a")), stored(dep(2, 1, "20", "b"))) // the release
+	// a ConfigMap the pods of "a" read is written at 25, while the
+	// rollout to "b" is in progress (one pod of each); then the undo:
+	inProgress := func(d *appsv1.Deployment) { d.Status.Replicas, d.Status.UpdatedReplicas = 2, 1 }
+	r.Observe(stored(dep(2, 2, "21", "b", inProgress)), stored(dep(3, 2, "30", "a", inProgress)))
+	if got := r.Since(stored(dep(3, 2, "30", "a", inProgress))); got != "" {
+		t.Errorf("Since %q after an undo to a template the workload had: want unknown (its pods may predate 25)", got)
 	}
 }
