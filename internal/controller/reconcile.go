@@ -15,6 +15,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -51,10 +52,10 @@ type Reconciler struct {
 	changedBy *attribution.ChangedBy
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
-	dry *dryRun
+	dry *dryrun.Memory
 	// policyDry holds the same for the workloads a dry-run ReloadPolicy
 	// applies to (see dryFor).
-	policyDry *dryRun
+	policyDry *dryrun.Memory
 	// kinds tells metadata-only changes from data changes (handler.go).
 	kinds *changeKinds
 	// guards hold restarts that would be a storm (see package hold).
@@ -171,8 +172,8 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 	if cached == nil { // deleted
 		r.stale.set(key, false)
 		r.guards.Observe(ctx, key, nil, false)
-		r.dry.drop(key)
-		r.policyDry.drop(key)
+		r.dry.Drop(key)
+		r.policyDry.Drop(key)
 		return plan.Plan{}, nil, nil
 	}
 	// The patch writes the server's answer into the object: not the store's.

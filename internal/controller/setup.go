@@ -39,6 +39,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/debounce"
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
@@ -101,8 +102,8 @@ type Config struct {
 	// CronJobTrigger creates a Job from a CronJob just restarted (package
 	// trigger).
 	CronJobTrigger bool
-	// DryRun decides as usual but writes nothing to workloads (see
-	// dryRun).
+	// DryRun decides as usual but writes nothing to workloads (see package
+	// dryrun).
 	DryRun bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
@@ -177,10 +178,10 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	}
 	if cfg.DryRun {
-		r.dry = newDryRun()
+		r.dry = dryrun.New()
 	}
 	if cfg.Policies != nil {
-		r.policyDry = newDryRun()
+		r.policyDry = dryrun.New()
 	}
 	var sign evict.Signer
 	if cfg.Hasher != nil {
