@@ -45,6 +45,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/namespaces"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -281,8 +282,9 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 		}
 	}
 	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
-		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
-		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
+		h := namespaces.Handler[Request]{Store: st, Selection: r.selection, Log: mgr.GetLogger().WithValues("controller", "watcher"),
+			Workload: func(k object.Ref) Request { return Workload{k} }}
+		b = b.WatchesRawSource(store.Syncing(inf, h.Funcs()))
 	}
 	b = b.WatchesRawSource(&r.evictLoop)
 	b = b.WatchesRawSource(&r.producerWakes)
