@@ -68,7 +68,7 @@ type Reconciler struct {
 	// evictions carries on the restarts by eviction (evict.go), at the
 	// looks evictLoop schedules.
 	evictions *evict.Progress
-	evictLoop evictionLoop
+	evictLoop evict.Loop[Request]
 	// releases are the template changes seen as written (a release's own
 	// rollout: verdict.Facts.Released).
 	releases workload.Releases
@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		// The next look at a restart by eviction is an Eviction: the walk
 		// is not run again for it.
 		after, err := r.evictStep(ctx, req.Ref, w, false)
-		r.evictLoop.schedule(req.Ref, after)
+		r.evictLoop.Schedule(Eviction{req.Ref}, after)
 		return reconcile.Result{}, err
 	case Eviction:
 		in, wait := r.inScope(req.Namespace)
