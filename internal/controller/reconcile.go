@@ -23,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/selection"
@@ -74,7 +75,7 @@ type Reconciler struct {
 	releases workload.Releases
 	// producerWakes adds the workloads whose sources' producers made
 	// progress (producers.go).
-	producerWakes producerWakes
+	producerWakes producer.Wakes[Request]
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection.Namespaces

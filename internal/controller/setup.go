@@ -174,6 +174,7 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 		rules:    cfg.Settings.Rules(),
 	}
 	r.changedBy = attribution.NewChangedBy()
+	r.producerWakes.Users = r.usersOf
 	r.pinner = &snapshot.Pinner{Maker: cfg.Snapshots, View: cfg.SnapshotView, Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	if cfg.CronJobTrigger {
 		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
