@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		// The next look at a restart by eviction is an Eviction: the walk
 		// is not run again for it.
 		after, err := r.evictStep(ctx, req.Ref, w, false)
-		r.evictLoop.Schedule(Eviction{req.Ref}, after)
+		r.evictLoop.Schedule(Eviction(req), after)
 		return reconcile.Result{}, err
 	case Eviction:
 		in, wait := r.inScope(req.Namespace)
