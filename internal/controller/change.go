@@ -182,7 +182,7 @@ func (r *Reconciler) changeUsers(ctx context.Context, req Change, meta bool) (ho
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	if len(keys) > 0 {
-		by := r.writers(req.Namespace, refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name})
+		by := r.announcer().Writers(req.Namespace, refs.Ref{Kind: refs.Kind(req.Kind), Name: req.Name})
 		log.Info("Changed", "object", req.String(), "keys", keys, "changedBy", by)
 	} else {
 		log.V(1).Info("Changed; no workload reads a changed key", "object", req.String(), "users", len(users), "metadataOnly", meta)

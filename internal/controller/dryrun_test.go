@@ -60,7 +60,7 @@ func TestDryApply(t *testing.T) {
 			counter := metrics.WouldRestart.WithLabelValues(key.Kind)
 			before := testutil.ToFloat64(counter)
 			r.dryApply(context.Background(), r.dry, key, tt.obj, tt.p)
-			got, ok := r.dry.record(tt.obj)
+			got, ok := r.dry.Record(tt.obj)
 			if !ok || !equalRecords(got, tt.wantRecord) {
 				t.Errorf("record in memory = %v, %v; want %v", got, ok, tt.wantRecord)
 			}
@@ -75,15 +75,11 @@ func TestDryApply(t *testing.T) {
 			if d := testutil.ToFloat64(counter) - before; d != tt.wantCount {
 				t.Errorf("watcher_would_restart_total grew by %v, want %v", d, tt.wantCount)
 			}
-			r.dry.drop(key)
-			if _, ok := r.dry.record(tt.obj); ok {
+			r.dry.Drop(key)
+			if _, ok := r.dry.Record(tt.obj); ok {
 				t.Error("a deleted workload's record is kept")
 			}
 		})
-	}
-	var off *dryRun // not in dry-run
-	if _, ok := off.record(dep); ok {
-		t.Error("a nil dryRun holds a record")
 	}
 }
 

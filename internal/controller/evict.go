@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -63,34 +62,6 @@ func (r *Reconciler) evictStep(ctx context.Context, key workload.Key, w *gathere
 		return 0, nil
 	}
 	return r.evictions.Step(ctx, key, kind, cached, at), nil
-}
-
-// evictionLoop is the source of the Eviction requests (Setup adds it to
-// the controller): a walk that leaves a restart by eviction not done
-// schedules its next look here, and an Eviction's own looks are its
-// requeues.
-type evictionLoop struct {
-	mu    sync.Mutex
-	after func(Eviction, time.Duration) // the work queue's AddAfter; nil until started
-}
-
-// Start implements source.TypedSource.
-func (l *evictionLoop) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[Request]) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.after = func(e Eviction, d time.Duration) { q.AddAfter(e, d) }
-	return nil
-}
-
-// schedule enqueues the look at key's restart by eviction in d; d 0:
-// none.
-func (l *evictionLoop) schedule(key workload.Key, d time.Duration) {
-	l.mu.Lock()
-	after := l.after
-	l.mu.Unlock()
-	if d > 0 && after != nil {
-		after(Eviction{key}, d)
-	}
 }
 
 // touching is the handler h of a workload kind's events that first tells

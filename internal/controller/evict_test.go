@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -34,13 +35,22 @@ var pdbRefusal = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.
 // before an event.
 func evReconcile(ctx context.Context, r *Reconciler, req Request) (time.Duration, error) {
 	var scheduled time.Duration
-	r.evictLoop.after = func(_ Eviction, d time.Duration) { scheduled = d }
+	_ = r.evictLoop.Start(ctx, afterQueue{after: func(_ Request, d time.Duration) { scheduled = d }})
 	res, err := r.Reconcile(ctx, req)
 	if scheduled > 0 {
 		return scheduled, err
 	}
 	return res.RequeueAfter, err
 }
+
+// afterQueue is a work queue of which only AddAfter is used: it calls
+// after.
+type afterQueue struct {
+	workqueue.TypedRateLimitingInterface[Request]
+	after func(Request, time.Duration)
+}
+
+func (q afterQueue) AddAfter(item Request, d time.Duration) { q.after(item, d) }
 
 // evRun reconciles the workload as the work queue would with no event
 // after the first (its walk): at each look asked, an Eviction, on the

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/gather"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/metrics"
@@ -47,7 +48,7 @@ type gathered struct {
 	// applied is what the ReloadPolicies that apply to it say.
 	applied policy.Applied
 	// dry is the dry-run memory it is decided with; nil: none (dryFor).
-	dry *dryRun
+	dry *dryrun.Memory
 	// strategy is its restart strategy (strategy.go); badStrategy, the
 	// error of an annotation that names none, reported when it is
 	// applied.
@@ -157,7 +158,7 @@ func (r *Reconciler) input(ctx context.Context, w *gathered) error {
 		})
 	}
 	in.Recorded, in.Version = rec.Record, rec.Version
-	if w.dryRecord, w.dryKnown = w.dry.record(obj); w.dryKnown {
+	if w.dryRecord, w.dryKnown = w.dry.Record(obj); w.dryKnown {
 		in.Recorded, in.Version = w.dryRecord, "" // what watcher would have written
 	}
 	for _, ref := range in.Refs {
@@ -198,7 +199,7 @@ func (r *Reconciler) current(w *gathered, cached client.Object) bool {
 			return false
 		}
 	}
-	if rec, ok := w.dry.record(w.obj); ok != w.dryKnown || rec.String() != w.dryRecord.String() {
+	if rec, ok := w.dry.Record(w.obj); ok != w.dryKnown || rec.String() != w.dryRecord.String() {
 		return false
 	}
 	return r.mounts == nil || reflect.DeepEqual(w.mounted, r.mounts.Mounted(w.key))

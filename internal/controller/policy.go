@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/plan"
 	"github.com/watcher-dev/watcher/internal/policy"
 	"github.com/watcher-dev/watcher/internal/refs"
@@ -93,7 +94,7 @@ var policiesFor = (*policy.Index).For
 // (a), the policies'; nil for the others, whose records are then read and
 // written as usual again (a policy's dryRun turned off forgets the
 // workload's memory).
-func (r *Reconciler) dryFor(obj client.Object, a policy.Applied) *dryRun {
+func (r *Reconciler) dryFor(obj client.Object, a policy.Applied) *dryrun.Memory {
 	switch {
 	case r.dry != nil:
 		return r.dry
@@ -102,7 +103,7 @@ func (r *Reconciler) dryFor(obj client.Object, a policy.Applied) *dryRun {
 	}
 	if r.policyDry != nil {
 		if k, ok := workload.Of(obj); ok {
-			r.policyDry.drop(workload.Key{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+			r.policyDry.Drop(workload.Key{Kind: k.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
@@ -22,6 +23,7 @@ import (
 	"github.com/watcher-dev/watcher/internal/note"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/plan"
+	"github.com/watcher-dev/watcher/internal/producer"
 	"github.com/watcher-dev/watcher/internal/resolve"
 	"github.com/watcher-dev/watcher/internal/restart"
 	"github.com/watcher-dev/watcher/internal/selection"
@@ -51,10 +53,10 @@ type Reconciler struct {
 	changedBy *attribution.ChangedBy
 	// dry holds, in dry-run mode, the records watcher would have written;
 	// nil otherwise.
-	dry *dryRun
+	dry *dryrun.Memory
 	// policyDry holds the same for the workloads a dry-run ReloadPolicy
 	// applies to (see dryFor).
-	policyDry *dryRun
+	policyDry *dryrun.Memory
 	// kinds tells metadata-only changes from data changes (handler.go).
 	kinds *changeKinds
 	// guards hold restarts that would be a storm (see package hold).
@@ -67,13 +69,13 @@ type Reconciler struct {
 	// evictions carries on the restarts by eviction (evict.go), at the
 	// looks evictLoop schedules.
 	evictions *evict.Progress
-	evictLoop evictionLoop
+	evictLoop evict.Loop[Request]
 	// releases are the template changes seen as written (a release's own
 	// rollout: verdict.Facts.Released).
 	releases workload.Releases
 	// producerWakes adds the workloads whose sources' producers made
 	// progress (producers.go).
-	producerWakes producerWakes
+	producerWakes producer.Wakes[Request]
 	// selection follows the namespaces selected, with a namespace
 	// selector; nil without (namespaces.go).
 	selection *selection.Namespaces
@@ -113,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 		// The next look at a restart by eviction is an Eviction: the walk
 		// is not run again for it.
 		after, err := r.evictStep(ctx, req.Ref, w, false)
-		r.evictLoop.schedule(req.Ref, after)
+		r.evictLoop.Schedule(Eviction(req), after)
 		return reconcile.Result{}, err
 	case Eviction:
 		in, wait := r.inScope(req.Namespace)
@@ -171,8 +173,8 @@ func (r *Reconciler) walk(ctx context.Context, key workload.Key, known *triaged)
 	if cached == nil { // deleted
 		r.stale.set(key, false)
 		r.guards.Observe(ctx, key, nil, false)
-		r.dry.drop(key)
-		r.policyDry.drop(key)
+		r.dry.Drop(key)
+		r.policyDry.Drop(key)
 		return plan.Plan{}, nil, nil
 	}
 	// The patch writes the server's answer into the object: not the store's.

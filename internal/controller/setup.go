@@ -39,11 +39,13 @@ import (
 	"github.com/watcher-dev/watcher/internal/attribution"
 	"github.com/watcher-dev/watcher/internal/csi"
 	"github.com/watcher-dev/watcher/internal/debounce"
+	"github.com/watcher-dev/watcher/internal/dryrun"
 	"github.com/watcher-dev/watcher/internal/evict"
 	"github.com/watcher-dev/watcher/internal/guard"
 	"github.com/watcher-dev/watcher/internal/hash"
 	"github.com/watcher-dev/watcher/internal/hold"
 	"github.com/watcher-dev/watcher/internal/lock"
+	"github.com/watcher-dev/watcher/internal/namespaces"
 	"github.com/watcher-dev/watcher/internal/object"
 	"github.com/watcher-dev/watcher/internal/refs"
 	"github.com/watcher-dev/watcher/internal/resolve"
@@ -101,8 +103,8 @@ type Config struct {
 	// CronJobTrigger creates a Job from a CronJob just restarted (package
 	// trigger).
 	CronJobTrigger bool
-	// DryRun decides as usual but writes nothing to workloads (see
-	// dryRun).
+	// DryRun decides as usual but writes nothing to workloads (see package
+	// dryrun).
 	DryRun bool
 	// CacheSyncTimeout bounds the wait for the informers at start-up.
 	CacheSyncTimeout time.Duration
@@ -172,15 +174,16 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 		rules:    cfg.Settings.Rules(),
 	}
 	r.changedBy = attribution.NewChangedBy()
+	r.producerWakes.Users = r.usersOf
 	r.pinner = &snapshot.Pinner{Maker: cfg.Snapshots, View: cfg.SnapshotView, Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	if cfg.CronJobTrigger {
 		r.cronJobs = &trigger.Trigger{Client: r.Client, Fresh: r.Fresh, Recorder: r.Recorder}
 	}
 	if cfg.DryRun {
-		r.dry = newDryRun()
+		r.dry = dryrun.New()
 	}
 	if cfg.Policies != nil {
-		r.policyDry = newDryRun()
+		r.policyDry = dryrun.New()
 	}
 	var sign evict.Signer
 	if cfg.Hasher != nil {
@@ -275,8 +278,9 @@ func Setup(mgr manager.Manager, r *Reconciler) ([]served.Optional, error) {
 		}
 	}
 	for _, inf := range st.Informers(store.KindNamespace) { // with a namespace selector
-		h := namespaceHandler{store: st, selection: r.selection, log: mgr.GetLogger().WithValues("controller", "watcher")}
-		b = b.WatchesRawSource(store.Syncing(inf, h.funcs()))
+		h := namespaces.Handler[Request]{Store: st, Selection: r.selection, Log: mgr.GetLogger().WithValues("controller", "watcher"),
+			Workload: func(k object.Ref) Request { return Workload{k} }}
+		b = b.WatchesRawSource(store.Syncing(inf, h.Funcs()))
 	}
 	b = b.WatchesRawSource(&r.evictLoop)
 	b = b.WatchesRawSource(&r.producerWakes)
