@@ -235,6 +235,9 @@ func (s *simRun) run() {
 			dep.Spec.Template.Spec.Containers[0].Image = "app:" + id
 		}
 		w.update(dep)
+		if len(dataChanged) > 0 {
+			d.undone = nil // a release that changes its config supersedes its undo (verdict.InRelease repins)
+		}
 		w.logf("%d: release %s of %s: sources re-applied %v, data changed %v", s.step, id, d.name, touched, dataChanged)
 		for _, c := range dataChanged {
 			for _, o := range s.readers(c) {
