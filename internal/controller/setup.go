@@ -189,7 +189,11 @@ func New(st *store.Store, c client.Client, fresh client.Reader, rec recorder.Eve
 	if cfg.Hasher != nil {
 		sign = cfg.Hasher.MAC
 	}
-	r.guards = hold.New(cfg.Guards, st, r.Recorder)
+	var workloads hold.Workloads // nil without a store, not a nil *store.Store
+	if st != nil {
+		workloads = st
+	}
+	r.guards = hold.New(cfg.Guards, workloads, r.Recorder)
 	r.evictions = &evict.Progress{Client: c, Fresh: fresh, Recorder: rec, Sign: sign, StateKey: guard.StateAnnotation,
 		Now: cfg.Guards.Now, Rollouts: r.guards}
 	r.evictions.Tracker.Timeout = cfg.Guards.RolloutTimeout
